@@ -1,0 +1,195 @@
+//! The command line: options that configure the stores and the server, and subcommands
+//! for people who inspect memory from a terminal. The only module that prints to stdout,
+//! and only for subcommands (in serve mode stdout belongs to JSON-RPC).
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::memory::{ListRequest, Memdir, SearchRequest, Settings};
+use crate::store::StoreConfig;
+
+/// memdir: durable, searchable memory for AI agents, served over MCP (stdio).
+#[derive(Debug, Parser)]
+#[command(version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub options: Options,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+#[derive(Debug, Args)]
+pub struct Options {
+    /// Serve DIR as the store named `memories` (created if missing).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub root: Option<PathBuf>,
+    /// Serve DIR as store NAME; append `:ro` for read-only. Repeatable; the first store
+    /// (after --root's) is where relative paths resolve.
+    #[arg(long = "store", value_name = "NAME=DIR[:ro]", global = true)]
+    pub stores: Vec<String>,
+    /// A description of store NAME, shown to the agent in the server instructions.
+    #[arg(long = "describe", value_name = "NAME=TEXT", global = true)]
+    pub describe: Vec<String>,
+    /// Largest memory in bytes.
+    #[arg(long, default_value_t = 102_400, value_name = "BYTES", global = true)]
+    pub max_file_bytes: u64,
+    /// Largest tool result text in bytes; longer results paginate.
+    #[arg(long, default_value_t = 65_536, value_name = "BYTES", global = true)]
+    pub result_budget: usize,
+    /// Store content even when it looks like it holds a credential.
+    #[arg(long, global = true)]
+    pub allow_secrets: bool,
+    /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
+    #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
+    pub log_level: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the MCP server on stdio (the default).
+    Serve,
+    /// List memories under a path.
+    List {
+        #[arg(default_value = "/")]
+        path: String,
+        /// Levels to show (default: every file, recursively).
+        #[arg(long)]
+        depth: Option<usize>,
+    },
+    /// Print one memory with numbered lines.
+    Read { path: String },
+    /// Search memory contents.
+    Search {
+        query: String,
+        /// Only under this path.
+        #[arg(long)]
+        path: Option<String>,
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+    },
+}
+
+impl Options {
+    /// The stores to serve, in order.
+    pub fn store_configs(&self) -> anyhow::Result<Vec<StoreConfig>> {
+        let mut configs = Vec::new();
+        if let Some(root) = &self.root {
+            configs.push(StoreConfig {
+                name: "memories".into(),
+                dir: root.clone(),
+                read_only: false,
+                description: None,
+            });
+        }
+        for spec in &self.stores {
+            let (name, rest) = spec
+                .split_once('=')
+                .with_context(|| format!("--store {spec:?}: expected NAME=DIR or NAME=DIR:ro"))?;
+            let (dir, read_only) = match rest.rsplit_once(':') {
+                Some((dir, "ro")) => (dir, true),
+                Some((dir, "rw")) => (dir, false),
+                _ => (rest, false),
+            };
+            check_store_name(name)?;
+            if dir.is_empty() {
+                bail!("--store {spec:?}: the folder is empty");
+            }
+            configs.push(StoreConfig {
+                name: name.into(),
+                dir: dir.into(),
+                read_only,
+                description: None,
+            });
+        }
+        if configs.is_empty() {
+            bail!(
+                "no store to serve: give --root DIR (a store named `memories`) or --store NAME=DIR[:ro]"
+            );
+        }
+        for (i, c) in configs.iter().enumerate() {
+            if configs[..i].iter().any(|o| o.name == c.name) {
+                bail!("store name `{}` is given twice", c.name);
+            }
+        }
+        for spec in &self.describe {
+            let (name, text) = spec
+                .split_once('=')
+                .with_context(|| format!("--describe {spec:?}: expected NAME=TEXT"))?;
+            let config = configs
+                .iter_mut()
+                .find(|c| c.name == name)
+                .with_context(|| format!("--describe names `{name}`, which is not a store"))?;
+            config.description = Some(text.into());
+        }
+        Ok(configs)
+    }
+
+    pub fn settings(&self) -> Settings {
+        Settings {
+            max_file_bytes: self.max_file_bytes,
+            result_budget: self.result_budget,
+            allow_secrets: self.allow_secrets,
+        }
+    }
+}
+
+fn check_store_name(name: &str) -> anyhow::Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if !ok {
+        bail!(
+            "store name `{name}`: use 1-64 ASCII letters, digits, `-`, `_` or `.` (not starting with `.`)"
+        );
+    }
+    Ok(())
+}
+
+/// Runs a subcommand for a person at a terminal.
+pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
+    match command {
+        Command::Serve => unreachable!("serve is handled by main"),
+        Command::List { path, depth } => {
+            let mut cursor: Option<String> = None;
+            loop {
+                let page = memdir.list(&ListRequest {
+                    path: Some(path),
+                    depth: *depth,
+                    limit: 1000,
+                    cursor: cursor.as_deref(),
+                })?;
+                for e in &page.entries {
+                    println!("{:>10}  {}  {}", e.size_bytes, e.updated_at, e.path);
+                }
+                match page.next_cursor {
+                    Some(c) => cursor = Some(c),
+                    None => break,
+                }
+            }
+        }
+        Command::Read { path } => {
+            let r = memdir.read(path, None)?;
+            println!("{}", r.rendered);
+        }
+        Command::Search { query, path, limit } => {
+            let r = memdir.search(&SearchRequest {
+                query,
+                path: path.as_deref(),
+                limit: *limit,
+                ..Default::default()
+            })?;
+            if r.relaxed {
+                println!("(no memory has every word; showing partial matches)");
+            }
+            for h in r.hits {
+                println!("{}  (score {:.2})\n{}\n", h.path, h.score, h.snippet);
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,204 @@
+//! The edit operations of `memory_edit`, as pure functions on text: replace a unique
+//! string, insert lines after a line number, append. Each returns the new text and the
+//! 1-based line range it changed, for the snippet.
+
+use crate::error::{Error, Result};
+use crate::text;
+
+/// A successful edit: the new text and the changed lines (in the new text).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Edited {
+    pub text: String,
+    pub first_line: usize,
+    pub last_line: usize,
+}
+
+/// Replaces `old` by `new`. `old` must occur exactly once unless `replace_all`;
+/// occurrences are counted over the whole text, so a multi-line `old` works.
+pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited> {
+    if old.is_empty() {
+        return Err(Error::InvalidArgument(
+            "old_str is empty; give the exact text to replace (read the memory first)".into(),
+        ));
+    }
+    let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
+    match starts.len() {
+        0 => Err(Error::edit(format!(
+            "No replacement was performed, old_str `{old}` did not appear verbatim in {path}. Read the memory and copy the exact text, including whitespace."
+        ))),
+        n if n > 1 && !replace_all => {
+            let lines: Vec<String> = starts
+                .iter()
+                .map(|&i| line_of(text, i).to_string())
+                .collect();
+            Err(Error::edit(format!(
+                "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
+                lines.join(", ")
+            )))
+        }
+        _ => {
+            let first_line = line_of(text, starts[0]);
+            let new_text = text.replace(old, new);
+            // Where the last replacement ends in the new text.
+            let shift = new.len() as isize - old.len() as isize;
+            let last_start =
+                starts[starts.len() - 1] as isize + shift * (starts.len() as isize - 1);
+            let last_end = (last_start + new.len() as isize) as usize;
+            let last_line = line_of(
+                &new_text,
+                last_end.saturating_sub(1).max(last_start as usize),
+            )
+            .max(first_line);
+            Ok(Edited {
+                text: new_text,
+                first_line,
+                last_line,
+            })
+        }
+    }
+}
+
+/// Inserts `insert` as whole lines after line `after` (0 = before the first line).
+pub fn insert(text: &str, after: i64, insert: &str) -> Result<Edited> {
+    let count = text::lines(text).len();
+    if after < 0 || after as usize > count {
+        return Err(Error::edit(format!(
+            "Invalid `insert_line` parameter: {after}. It should be within the range of lines of the file: [0, {count}]"
+        )));
+    }
+    let after = after as usize;
+    let mut block = insert.to_owned();
+    if !block.ends_with('\n') {
+        block.push('\n');
+    }
+    let offset = byte_offset_of_line(text, after);
+    let mut out = String::with_capacity(text.len() + block.len() + 1);
+    out.push_str(&text[..offset]);
+    if offset > 0 && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&block);
+    out.push_str(&text[offset..]);
+    let added = text::lines(&block).len().max(1);
+    Ok(Edited {
+        text: out,
+        first_line: after + 1,
+        last_line: after + added,
+    })
+}
+
+/// Appends `tail`, starting it on a new line if the text does not end with one.
+pub fn append(text: &str, tail: &str) -> Edited {
+    let mut out = text.to_owned();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let first_line = text::lines(&out).len() + 1;
+    out.push_str(tail);
+    let last_line = text::lines(&out).len().max(first_line);
+    Edited {
+        text: out,
+        first_line,
+        last_line,
+    }
+}
+
+/// Numbered lines of `text` from 2 before `first` to 2 after `last`.
+pub fn snippet(text: &str, first: usize, last: usize) -> String {
+    let all = text::lines(text);
+    if all.is_empty() {
+        return String::new();
+    }
+    let from = first.saturating_sub(2).max(1);
+    let to = (last + 2).min(all.len());
+    text::numbered(&all, from.min(to), to)
+}
+
+/// 1-based line number of byte `offset`.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// Byte offset where line `n + 1` starts (the end of the text if there is none).
+fn byte_offset_of_line(text: &str, n: usize) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    text.match_indices('\n')
+        .nth(n - 1)
+        .map(|(i, _)| i + 1)
+        .unwrap_or(text.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check_replace(text: &str, old: &str, new: &str, expect: &str, lines: (usize, usize)) {
+        let e = replace(text, "/m/x", old, new, false).unwrap();
+        assert_eq!(
+            (e.text.as_str(), e.first_line, e.last_line),
+            (expect, lines.0, lines.1)
+        );
+    }
+
+    #[test]
+    fn replaces_unique_text() {
+        check_replace("a\nb\nc\n", "b", "B", "a\nB\nc\n", (2, 2));
+        check_replace("a\nb\nc\n", "b\nc", "x", "a\nx\n", (2, 2));
+        check_replace("a\nb\n", "a", "1\n2\n3", "1\n2\n3\nb\n", (1, 3));
+        check_replace("a\nb\n", "b\n", "", "a\n", (2, 2));
+    }
+
+    #[test]
+    fn refuses_missing_and_ambiguous_matches() {
+        let e = replace("x\ny x\n", "/m/x", "x", "z", false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("Multiple occurrences") && e.contains("lines: 1, 2"),
+            "{e}"
+        );
+        let e = replace("abc", "/m/x", "zz", "y", false)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("did not appear verbatim in /m/x"), "{e}");
+        assert!(replace("abc", "/m/x", "", "y", false).is_err());
+        let all = replace("x\ny x\n", "/m/x", "x", "z", true).unwrap();
+        assert_eq!(all.text, "z\ny z\n");
+        assert_eq!((all.first_line, all.last_line), (1, 2));
+    }
+
+    #[test]
+    fn inserts_whole_lines() {
+        assert_eq!(insert("a\nb\n", 0, "x").unwrap().text, "x\na\nb\n");
+        assert_eq!(insert("a\nb\n", 1, "x").unwrap().text, "a\nx\nb\n");
+        assert_eq!(insert("a\nb", 2, "x").unwrap().text, "a\nb\nx\n");
+        assert_eq!(insert("", 0, "x\ny\n").unwrap().text, "x\ny\n");
+        let e = insert("a\nb\n", 3, "x").unwrap_err().to_string();
+        assert!(e.contains("[0, 2]"), "{e}");
+        assert!(insert("a", -1, "x").is_err());
+    }
+
+    #[test]
+    fn appends_on_a_new_line() {
+        assert_eq!(append("a", "b\n").text, "a\nb\n");
+        assert_eq!(append("a\n", "b").text, "a\nb");
+        assert_eq!(append("", "b").text, "b");
+        assert_eq!(append("a\n", "b").first_line, 2);
+    }
+
+    #[test]
+    fn snippets_show_two_lines_of_context() {
+        let t = "1\n2\n3\n4\n5\n6\n7\n";
+        assert_eq!(
+            snippet(t, 4, 4),
+            "     2\t2\n     3\t3\n     4\t4\n     5\t5\n     6\t6"
+        );
+        assert_eq!(snippet(t, 1, 1), "     1\t1\n     2\t2\n     3\t3");
+    }
+}

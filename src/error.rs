@@ -1,0 +1,107 @@
+//! The library's one error type. Every file-related variant carries the memory path as
+//! the agent wrote it (or its canonical form) and never a host path.
+
+use std::io;
+
+/// Everything that can go wrong in a memory operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The path broke a lexical rule of the path policy (PATHS.md, layer 1).
+    #[error("invalid path `{path}`: {reason}")]
+    InvalidPath { path: String, reason: String },
+    /// The path names no store that this server serves.
+    #[error("invalid path `{path}`: no store named `{store}`; paths start with one of: {known}")]
+    UnknownStore {
+        path: String,
+        store: String,
+        known: String,
+    },
+    /// Resolving the path at the moment of the operation would leave the store
+    /// (a symlink that points outside, dangles outside, or was swapped in).
+    /// Produced only by `store::escape`.
+    #[error("refused `{path}`: it resolves outside the store (a symlink leading out of the store)")]
+    Escape { path: String },
+    #[error("The path {path} does not exist")]
+    NotFound { path: String },
+    #[error("`{path}` already exists")]
+    AlreadyExists { path: String },
+    /// A create-only write found a memory with other content.
+    #[error(
+        "`{path}` already exists (content_sha256 {current}); to replace it pass that as expected_sha256, or change it with memory_edit"
+    )]
+    Occupied { path: String, current: String },
+    #[error("`{path}` is a folder, not a file")]
+    IsFolder { path: String },
+    #[error("`{path}` is a file, not a folder")]
+    NotAFolder { path: String },
+    /// FIFOs, sockets, devices: never opened for reading or writing.
+    #[error("refused `{path}`: it is a {kind}, not a regular file")]
+    SpecialFile { path: String, kind: &'static str },
+    /// A hard link can alias a file outside the store; no path check can see that.
+    #[error(
+        "refused `{path}`: the file has {links} hard links, and a hard-linked file may alias data outside the store"
+    )]
+    HardLinked { path: String, links: u64 },
+    #[error("the store `/{store}` is read-only; {what} is not allowed")]
+    ReadOnly { store: String, what: &'static str },
+    #[error(
+        "`{path}` is {size} bytes; the limit is {max} bytes per memory (split it into several memories)"
+    )]
+    TooLarge { path: String, size: u64, max: u64 },
+    #[error("`{path}` is not valid UTF-8 text; memdir stores text only")]
+    NotUtf8 { path: String },
+    /// `expected_sha256` did not match: the message states the current hash so the agent
+    /// can re-read and retry.
+    #[error(
+        "precondition failed for `{path}`: expected_sha256 is {expected} but the current content_sha256 is {current}; read the memory again and retry"
+    )]
+    Precondition {
+        path: String,
+        expected: String,
+        current: String,
+    },
+    /// A precondition named a hash but the memory does not exist.
+    #[error(
+        "precondition failed for `{path}`: expected_sha256 is {expected} but the memory does not exist"
+    )]
+    PreconditionMissing { path: String, expected: String },
+    /// An edit could not be applied as asked (no match, several matches, line out of range).
+    #[error("{message}")]
+    Edit { message: String },
+    /// A parameter is missing, contradictory or out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// The content looks like it holds a credential.
+    #[error(
+        "refused to store `{path}`: line {line} looks like a secret ({rule}); remove it or keep secrets out of memory"
+    )]
+    Secret {
+        path: String,
+        rule: &'static str,
+        line: usize,
+    },
+    /// An operating-system error. The message is the OS's, which names no path.
+    #[error("could not access `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl Error {
+    pub fn invalid_path(path: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidPath {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn edit(message: impl Into<String>) -> Self {
+        Error::Edit {
+            message: message.into(),
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,105 @@
+//! Lenient parsing of the optional YAML frontmatter block at the top of a memory
+//! (`---` line, YAML, `---` line), as Claude Code's memory files use it. A block that does
+//! not parse is plain content: never an error.
+
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// The fields memdir understands; everything else in the block is ignored.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Frontmatter {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub kind: Option<String>,
+    pub tags: Vec<String>,
+    pub expires_at: Option<String>,
+}
+
+/// Only the head of a file is looked at.
+const MAX_BLOCK_BYTES: usize = 16 * 1024;
+
+/// Parses the frontmatter of `text`, if it has a well-formed one.
+pub fn parse(text: &str) -> Option<Frontmatter> {
+    let rest = text.strip_prefix("---")?;
+    let rest = rest
+        .strip_prefix("\r\n")
+        .or_else(|| rest.strip_prefix('\n'))?;
+    let head = &rest[..floor_boundary(rest, MAX_BLOCK_BYTES)];
+    let mut end = None;
+    let mut offset = 0;
+    for line in head.split_inclusive('\n') {
+        if line.trim_end() == "---" || line.trim_end() == "..." {
+            end = Some(offset);
+            break;
+        }
+        offset += line.len();
+    }
+    let block = &head[..end?];
+    let docs = YamlLoader::load_from_str(block).ok()?;
+    let Some(Yaml::Hash(map)) = docs.into_iter().next() else {
+        return None;
+    };
+    let get = |key: &str| map.get(&Yaml::String(key.to_owned())).and_then(scalar);
+    let tags = match map.get(&Yaml::String("tags".to_owned())) {
+        Some(Yaml::Array(items)) => items.iter().filter_map(scalar).collect(),
+        Some(other) => scalar(other)
+            .map(|s| {
+                s.split(',')
+                    .map(|t| t.trim().to_owned())
+                    .filter(|t| !t.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Some(Frontmatter {
+        name: get("name"),
+        description: get("description"),
+        kind: get("type"),
+        tags,
+        expires_at: get("expires_at"),
+    })
+}
+
+fn scalar(y: &Yaml) -> Option<String> {
+    match y {
+        Yaml::String(s) | Yaml::Real(s) => Some(s.trim().to_owned()).filter(|s| !s.is_empty()),
+        Yaml::Integer(i) => Some(i.to_string()),
+        Yaml::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+fn floor_boundary(s: &str, max: usize) -> usize {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_known_fields() {
+        let fm = parse("---\nname: Rust notes\ndescription: \"How we build: cargo\"\ntype: project\ntags: [rust, build]\n---\nbody\n").unwrap();
+        assert_eq!(fm.description.as_deref(), Some("How we build: cargo"));
+        assert_eq!(fm.kind.as_deref(), Some("project"));
+        assert_eq!(fm.tags, ["rust", "build"]);
+        assert_eq!(parse("---\ntags: a, b\n---\n").unwrap().tags, ["a", "b"]);
+    }
+
+    #[test]
+    fn malformed_blocks_are_content() {
+        for text in [
+            "no block",
+            "---\nunclosed: yes\n",
+            "---\n: [bad\n---\n",
+            "---\n- a list\n---\n",
+            "",
+        ] {
+            assert_eq!(parse(text), None, "{text:?}");
+        }
+    }
+}

@@ -1,0 +1,27 @@
+//! memdir: a Model Context Protocol server that gives AI agents durable, searchable
+//! memory made of plain files.
+//!
+//! Layout:
+//! - `path`: layer 1 of the path policy (lexical validation, store resolution).
+//! - `store`: the only door to the file system: confined directory handles, durable
+//!   writes, cross-process locking, folder walks.
+//! - `memory`: the memory operations behind the tools (read, write, edit, delete, list,
+//!   search), independent of MCP.
+//! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
+//! - `search`: tokenizer, query language and BM25 ranking (no IO).
+//! - `mcp`: the only module that knows rmcp: tools, schemas, results.
+//! - `cli`: the command line.
+
+pub mod cli;
+pub mod edit;
+pub mod error;
+pub mod frontmatter;
+pub mod mcp;
+pub mod memory;
+pub mod path;
+pub mod search;
+pub mod secrets;
+pub mod store;
+pub mod text;
+
+pub use error::{Error, Result};

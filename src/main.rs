@@ -1,0 +1,38 @@
+//! The `memdir` binary: logging to stderr, command line, dispatch, exit code.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use memdir::cli::{Cli, Command};
+use memdir::memory::Memdir;
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.options.log_level)));
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .init();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("memdir: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
+    match &cli.command {
+        None | Some(Command::Serve) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?
+            .block_on(memdir::mcp::serve_stdio(memdir)),
+        Some(command) => memdir::cli::run_command(&memdir, command),
+    }
+}

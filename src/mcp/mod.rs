@@ -1,0 +1,135 @@
+//! The only module that knows MCP: the rmcp server handler, tool routing, schemas and
+//! the conversion of library results and errors into tool results. Serves over stdio;
+//! stdout carries JSON-RPC only.
+
+mod output;
+mod params;
+mod schema;
+mod tools;
+
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool_handler};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::memory::Memdir;
+
+/// Tools that change memories, withheld when every store is read-only.
+const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"];
+
+/// The MCP server over a set of stores.
+#[derive(Clone)]
+pub struct MemdirServer {
+    memdir: Arc<Memdir>,
+    tool_router: ToolRouter<Self>,
+}
+
+impl MemdirServer {
+    pub fn new(memdir: Memdir) -> Self {
+        let mut tool_router = Self::tool_router();
+        if memdir.all_read_only() {
+            for name in MUTATING_TOOLS {
+                tool_router.remove_route(name);
+            }
+        }
+        MemdirServer {
+            memdir: Arc::new(memdir),
+            tool_router,
+        }
+    }
+
+    /// Runs a library operation on a blocking thread (file IO and locks block).
+    async fn run<T, F>(&self, f: F) -> Result<T, Error>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Memdir) -> Result<T, Error> + Send + 'static,
+    {
+        let memdir = Arc::clone(&self.memdir);
+        tokio::task::spawn_blocking(move || f(&memdir))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "a tool operation failed unexpectedly");
+                Err(Error::InvalidArgument(
+                    "internal error while running the tool; nothing acknowledged was lost, please retry".into(),
+                ))
+            })
+    }
+
+    fn instructions(&self) -> String {
+        let mut s = String::from(
+            "memdir is your durable memory: plain files that outlive this conversation. Stores:\n",
+        );
+        for store in self.memdir.stores() {
+            s.push_str(&format!(
+                "- /{} ({}){}\n",
+                store.name,
+                if store.read_only {
+                    "read-only"
+                } else {
+                    "read-write"
+                },
+                store
+                    .description
+                    .as_deref()
+                    .map(|d| format!(": {d}"))
+                    .unwrap_or_default()
+            ));
+        }
+        s.push_str(
+            "Paths look like /<store>/folder/topic.md; a path without a leading / is in the first store.\n\
+             Memory protocol:\n\
+             1. Before starting, check memory: memory_search for the task's key words, or memory_list to see what exists.\n\
+             2. Record progress as you go: decisions, facts learned, what is done and what is next.\n\
+             3. Keep it organised: one topic per file, update rather than duplicate, delete what turned out wrong.\n\
+             4. Assume interruption: your context may end at any moment, and what is not in memory is lost.\n\
+             To change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",
+        );
+        s
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for MemdirServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("memdir", env!("CARGO_PKG_VERSION"))
+                    .with_title("memdir — durable memory for agents"),
+            )
+            .with_instructions(self.instructions())
+    }
+}
+
+/// Turns a library result into a tool result: `structuredContent` and text on success;
+/// on failure an `isError` result whose text is the error's actionable message. This is
+/// the one place errors become tool results.
+fn answer<T, O: Serialize>(
+    result: Result<T, Error>,
+    render: impl FnOnce(T) -> (O, String),
+) -> Result<CallToolResult, ErrorData> {
+    match result {
+        Ok(value) => {
+            let (out, text) = render(value);
+            let structured = serde_json::to_value(out).map_err(|e| {
+                ErrorData::internal_error(format!("cannot encode the result: {e}"), None)
+            })?;
+            let mut result = CallToolResult::structured(structured);
+            result.content = vec![ContentBlock::text(text)];
+            Ok(result)
+        }
+        Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(
+            e.to_string(),
+        )])),
+    }
+}
+
+/// Serves MCP over stdin/stdout until the client closes stdin.
+pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
+    let server = MemdirServer::new(memdir);
+    let service = server.serve(rmcp::transport::stdio()).await?;
+    service.waiting().await?;
+    Ok(())
+}

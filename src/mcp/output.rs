@@ -1,0 +1,221 @@
+//! Tool results as published in each tool's `outputSchema` and sent as
+//! `structuredContent`, converted from the library's result types.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::memory::{
+    DeleteResult, EditResult, ListEntry, ListResult, ReadResult, SearchHit, SearchResult,
+    WriteResult,
+};
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    File,
+    Dir,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct EntryOut {
+    /// Canonical path; folders end with `/`.
+    pub path: String,
+    pub kind: Kind,
+    /// File size, or the total size of the files below a folder.
+    pub size_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub content_sha256: Option<String>,
+    pub updated_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub description: Option<String>,
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub kind_tag: Option<String>,
+    /// Files below a folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub file_count: Option<u64>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ListOut {
+    pub entries: Vec<EntryOut>,
+    /// Pass as `cursor` to get the next page; absent on the last page.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub next_cursor: Option<String>,
+    /// Matching entries in all pages.
+    pub total: u64,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadOut {
+    pub path: String,
+    pub content: String,
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    pub total_lines: u64,
+    pub start_line: u64,
+    pub end_line: u64,
+    pub updated_at: String,
+    pub age_days: u64,
+    /// The range was cut to fit one result: continue from `end_line + 1`.
+    pub truncated: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct WriteOut {
+    pub path: String,
+    pub created: bool,
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    /// The memory already had this content; nothing was written.
+    pub unchanged: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct EditOut {
+    pub path: String,
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    /// The changed lines with 2 lines of context, numbered.
+    pub snippet: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub renamed_from: Option<String>,
+    pub unchanged: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct DeleteOut {
+    pub path: String,
+    pub deleted_files: Vec<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct HitOut {
+    pub path: String,
+    pub score: f64,
+    /// The best matching line (1-based).
+    pub line: u64,
+    /// Up to 3 matching lines, numbered like memory_read.
+    pub snippet: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub description: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOut {
+    pub hits: Vec<HitOut>,
+    pub total_hits: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub next_cursor: Option<String>,
+    /// No memory had every word; hits have some of them.
+    pub relaxed: bool,
+}
+
+impl From<ListEntry> for EntryOut {
+    fn from(e: ListEntry) -> Self {
+        EntryOut {
+            path: e.path,
+            kind: if e.is_dir { Kind::Dir } else { Kind::File },
+            size_bytes: e.size_bytes,
+            content_sha256: e.content_sha256,
+            updated_at: e.updated_at,
+            description: e.description,
+            kind_tag: e.kind,
+            file_count: e.file_count,
+        }
+    }
+}
+
+impl From<ListResult> for ListOut {
+    fn from(r: ListResult) -> Self {
+        ListOut {
+            entries: r.entries.into_iter().map(EntryOut::from).collect(),
+            next_cursor: r.next_cursor,
+            total: r.total as u64,
+        }
+    }
+}
+
+impl From<ReadResult> for ReadOut {
+    fn from(r: ReadResult) -> Self {
+        ReadOut {
+            path: r.path,
+            content: r.content,
+            content_sha256: r.content_sha256,
+            size_bytes: r.size_bytes,
+            total_lines: r.total_lines as u64,
+            start_line: r.start_line as u64,
+            end_line: r.end_line as u64,
+            updated_at: r.updated_at,
+            age_days: r.age_days,
+            truncated: r.truncated,
+        }
+    }
+}
+
+impl From<WriteResult> for WriteOut {
+    fn from(r: WriteResult) -> Self {
+        WriteOut {
+            path: r.path,
+            created: r.created,
+            content_sha256: r.content_sha256,
+            size_bytes: r.size_bytes,
+            unchanged: r.unchanged,
+        }
+    }
+}
+
+impl From<EditResult> for EditOut {
+    fn from(r: EditResult) -> Self {
+        EditOut {
+            path: r.path,
+            content_sha256: r.content_sha256,
+            size_bytes: r.size_bytes,
+            snippet: r.snippet,
+            renamed_from: r.renamed_from,
+            unchanged: r.unchanged,
+        }
+    }
+}
+
+impl From<DeleteResult> for DeleteOut {
+    fn from(r: DeleteResult) -> Self {
+        DeleteOut {
+            path: r.path,
+            deleted_files: r.deleted_files,
+        }
+    }
+}
+
+impl From<SearchHit> for HitOut {
+    fn from(h: SearchHit) -> Self {
+        HitOut {
+            path: h.path,
+            score: h.score,
+            line: h.line as u64,
+            snippet: h.snippet,
+            description: h.description,
+        }
+    }
+}
+
+impl From<SearchResult> for SearchOut {
+    fn from(r: SearchResult) -> Self {
+        SearchOut {
+            hits: r.hits.into_iter().map(HitOut::from).collect(),
+            total_hits: r.total_hits as u64,
+            next_cursor: r.next_cursor,
+            relaxed: r.relaxed,
+        }
+    }
+}

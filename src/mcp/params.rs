@@ -1,0 +1,139 @@
+//! Tool inputs as the model sees them: every `///` line here becomes schema text the model
+//! reads, so they are written as instructions, with units, defaults and examples.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    /// Folder (or file) to list, e.g. `/memories/notes/`. Matches whole path segments:
+    /// `/memories/notes/` lists `notes/a.md`, never `notes_old/`. Omit (or `/`) for every store.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub path: Option<String>,
+    /// Omit to list every file below `path` recursively. 1 = only the immediate children,
+    /// folders shown with their file count and total size; 2 = two levels; and so on.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1))]
+    pub depth: Option<i64>,
+    /// Most entries to return (default 200, at most 1000).
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 1000))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of a previous call, to get the next page.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// What to look for. Words are ANDed (relaxed to OR when no memory has them all);
+    /// `"quoted phrase"` matches adjacent words; `pref*` matches word beginnings. Case and
+    /// punctuation do not matter; Chinese, Japanese and Korean work without spaces.
+    pub query: String,
+    /// Only search under this folder (or in this file), e.g. `/memories/projects/`.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub path: Option<String>,
+    /// Most hits to return (default 10, at most 100).
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of a previous search, for more hits.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub cursor: Option<String>,
+    /// Only memories whose frontmatter `type` is this, e.g. `project`.
+    #[serde(default, rename = "type")]
+    #[schemars(with = "String")]
+    pub kind: Option<String>,
+    /// Only memories whose frontmatter `tags` include this.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub tag: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadParams {
+    /// The memory to read, e.g. `/memories/notes/rust.md`.
+    pub path: String,
+    /// Optional `[start, end]` line range, 1-based and inclusive; `end` = -1 reads to the
+    /// end. Example: `[10, 40]`. Omit to read the whole memory.
+    #[serde(default)]
+    #[schemars(with = "[i64; 2]")]
+    pub view_range: Option<[i64; 2]>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteParams {
+    /// Where to write, e.g. `/memories/notes/rust.md`. Missing folders are created.
+    pub path: String,
+    /// The whole new content (UTF-8 text, at most 100 KiB by default). Replaces what is there.
+    pub content: String,
+    /// true = only create: fail if a memory with other content is already at `path`.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub if_absent: Option<bool>,
+    /// Replace only if the memory's current `content_sha256` is this (from memory_read or
+    /// memory_list); on a mismatch nothing changes and the error gives the current hash.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditParams {
+    /// The memory to change, e.g. `/memories/notes/rust.md`.
+    pub path: String,
+    /// Replace: the exact text to find (whitespace included). It must occur exactly once
+    /// unless `replace_all` is true. Give `new_str` with it.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub old_str: Option<String>,
+    /// Replace: the text to put in place of `old_str` (may be empty to delete it).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub new_str: Option<String>,
+    /// Replace every occurrence of `old_str` instead of requiring exactly one.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub replace_all: Option<bool>,
+    /// Insert: the line after which to insert (0 = before the first line). Give `insert_text` with it.
+    #[serde(default)]
+    #[schemars(with = "i64")]
+    pub insert_line: Option<i64>,
+    /// Insert: the lines to insert.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub insert_text: Option<String>,
+    /// Append: text to add at the end (starts on a new line).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub append_text: Option<String>,
+    /// Rename/move: the new path, e.g. `/memories/archive/rust.md`. Fails if it is taken.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub new_path: Option<String>,
+    /// Apply only if the memory's current `content_sha256` is this.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeleteParams {
+    /// The memory or folder to delete, e.g. `/memories/old.md` or `/memories/drafts/`
+    /// (a folder is deleted with everything in it). Never a store itself.
+    pub path: String,
+    /// Delete a file only if its current `content_sha256` is this.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub expected_sha256: Option<String>,
+}

@@ -1,0 +1,364 @@
+//! The `memory_*` tools: each parses its parameters, runs the library operation on a
+//! blocking thread, and answers with `structuredContent` plus a compact text rendering.
+
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::CallToolResult;
+use rmcp::{ErrorData, tool, tool_router};
+
+use super::output::{DeleteOut, EditOut, ListOut, ReadOut, SearchOut, WriteOut};
+use super::params::{DeleteParams, EditParams, ListParams, ReadParams, SearchParams, WriteParams};
+use super::schema::{input, output};
+use super::{MemdirServer, answer};
+use crate::error::Error;
+use crate::memory::{EditOp, EditRequest, ListRequest, SearchRequest, WriteRequest};
+
+const DEFAULT_LIST_LIMIT: i64 = 200;
+const MAX_LIST_LIMIT: i64 = 1000;
+const DEFAULT_SEARCH_LIMIT: i64 = 10;
+const MAX_SEARCH_LIMIT: i64 = 100;
+
+#[tool_router(vis = "pub(super)")]
+impl MemdirServer {
+    /// List what is stored: files (recursively) under a folder, or with `depth` the folder
+    /// tree a few levels deep. Each entry has its size, update time, content_sha256 and,
+    /// for files with frontmatter, their description and type.
+    #[tool(
+        input_schema = input::<ListParams>(),
+        output_schema = output::<ListOut>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_list(
+        &self,
+        Parameters(p): Parameters<ListParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| {
+                let limit = clamp(p.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, "limit")?;
+                let depth = match p.depth {
+                    Some(d) if d < 1 => {
+                        return Err(Error::InvalidArgument(
+                            "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
+                        ));
+                    }
+                    d => d.map(|d| d as usize),
+                };
+                m.list(&ListRequest {
+                    path: p.path.as_deref(),
+                    depth,
+                    limit,
+                    cursor: p.cursor.as_deref(),
+                })
+            })
+            .await;
+        answer(result, |r| {
+            let out = ListOut::from(r);
+            let text = render::list(&out);
+            (out, text)
+        })
+    }
+
+    /// Full-text search of memory contents, ranked by relevance (BM25). Returns paths, the
+    /// best matching lines (numbered) and descriptions. Words are ANDed, relaxed to OR when
+    /// nothing has them all; "quoted phrases" and prefix* work; any text is a valid query.
+    #[tool(
+        input_schema = input::<SearchParams>(),
+        output_schema = output::<SearchOut>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_search(
+        &self,
+        Parameters(p): Parameters<SearchParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let query = p.query.clone();
+        let result = self
+            .run(move |m| {
+                let limit = clamp(p.limit, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, "limit")?;
+                m.search(&SearchRequest {
+                    query: &p.query,
+                    path: p.path.as_deref(),
+                    limit,
+                    cursor: p.cursor.as_deref(),
+                    kind: p.kind.as_deref(),
+                    tag: p.tag.as_deref(),
+                })
+            })
+            .await;
+        answer(result, |r| {
+            let out = SearchOut::from(r);
+            let text = render::search(&query, &out);
+            (out, text)
+        })
+    }
+
+    /// Read one memory with numbered lines (whole, or `view_range` [start, end]). The
+    /// result includes content_sha256: pass it as expected_sha256 when you replace or edit
+    /// the memory, so you never overwrite a change you have not seen.
+    #[tool(
+        input_schema = input::<ReadParams>(),
+        output_schema = output::<ReadOut>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_read(
+        &self,
+        Parameters(p): Parameters<ReadParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| m.read(&p.path, p.view_range.map(|[a, b]| (a, b))))
+            .await;
+        answer(result, |r| {
+            let text = r.rendered.clone();
+            (ReadOut::from(r), text)
+        })
+    }
+
+    /// Create or replace a whole memory (missing folders are created). Use if_absent to
+    /// create only, expected_sha256 to replace only what you last read. Writing the content
+    /// a memory already has is a no-op.
+    #[tool(
+        input_schema = input::<WriteParams>(),
+        output_schema = output::<WriteOut>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_write(
+        &self,
+        Parameters(p): Parameters<WriteParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| {
+                m.write(&WriteRequest {
+                    path: &p.path,
+                    content: &p.content,
+                    if_absent: p.if_absent.unwrap_or(false),
+                    expected_sha256: p.expected_sha256.as_deref(),
+                })
+            })
+            .await;
+        answer(result, |r| {
+            let out = WriteOut::from(r);
+            let text = render::write(&out);
+            (out, text)
+        })
+    }
+
+    /// Change part of a memory with exactly one operation: old_str + new_str (replace text
+    /// that occurs exactly once, or every occurrence with replace_all), insert_line +
+    /// insert_text (insert after a line; 0 = at the top), append_text (add at the end), or
+    /// new_path (rename/move; fails if taken). Returns the changed lines with context.
+    #[tool(
+        input_schema = input::<EditParams>(),
+        output_schema = output::<EditOut>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn memory_edit(
+        &self,
+        Parameters(p): Parameters<EditParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| {
+                let op = edit_op(&p)?;
+                m.edit(&EditRequest {
+                    path: &p.path,
+                    op,
+                    expected_sha256: p.expected_sha256.as_deref(),
+                })
+            })
+            .await;
+        answer(result, |r| {
+            let out = EditOut::from(r);
+            let text = render::edit(&out);
+            (out, text)
+        })
+    }
+
+    /// Delete a memory, or a folder with everything in it. Never a store itself.
+    #[tool(
+        input_schema = input::<DeleteParams>(),
+        output_schema = output::<DeleteOut>(),
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+    )]
+    async fn memory_delete(
+        &self,
+        Parameters(p): Parameters<DeleteParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| m.delete(&p.path, p.expected_sha256.as_deref()))
+            .await;
+        answer(result, |r| {
+            let out = DeleteOut::from(r);
+            let text = render::delete(&out);
+            (out, text)
+        })
+    }
+}
+
+/// The one edit operation the parameters name; anything else is a clear error.
+fn edit_op(p: &EditParams) -> Result<EditOp<'_>, Error> {
+    let mut ops = Vec::new();
+    if p.old_str.is_some() || p.new_str.is_some() || p.replace_all.is_some() {
+        match (&p.old_str, &p.new_str) {
+            (Some(old), Some(new)) => ops.push(EditOp::Replace {
+                old,
+                new,
+                all: p.replace_all.unwrap_or(false),
+            }),
+            (Some(_), None) => {
+                return Err(Error::InvalidArgument(
+                    "old_str needs new_str (use an empty new_str to delete the text)".into(),
+                ));
+            }
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "new_str and replace_all need old_str".into(),
+                ));
+            }
+        }
+    }
+    if p.insert_line.is_some() || p.insert_text.is_some() {
+        match (p.insert_line, &p.insert_text) {
+            (Some(after_line), Some(text)) => ops.push(EditOp::Insert { after_line, text }),
+            _ => {
+                return Err(Error::InvalidArgument(
+                    "insert_line and insert_text go together (insert_line 0 = at the top)".into(),
+                ));
+            }
+        }
+    }
+    if let Some(text) = &p.append_text {
+        ops.push(EditOp::Append { text });
+    }
+    if let Some(new_path) = &p.new_path {
+        ops.push(EditOp::Rename { new_path });
+    }
+    match ops.len() {
+        1 => Ok(ops.remove(0)),
+        0 => Err(Error::InvalidArgument(
+            "say what to change: old_str + new_str, insert_line + insert_text, append_text, or new_path".into(),
+        )),
+        _ => Err(Error::InvalidArgument(
+            "give exactly one operation per call: old_str + new_str, insert_line + insert_text, append_text, or new_path".into(),
+        )),
+    }
+}
+
+fn clamp(value: Option<i64>, default: i64, max: i64, name: &str) -> Result<usize, Error> {
+    match value {
+        None => Ok(default as usize),
+        Some(v) if (1..=max).contains(&v) => Ok(v as usize),
+        Some(v) => Err(Error::InvalidArgument(format!(
+            "{name} must be between 1 and {max}, got {v}"
+        ))),
+    }
+}
+
+/// Compact text renderings of the results, for models that read only the text.
+mod render {
+    use std::fmt::Write as _;
+
+    use super::super::output::{DeleteOut, EditOut, Kind, ListOut, SearchOut, WriteOut};
+
+    pub fn list(out: &ListOut) -> String {
+        let mut s = format!(
+            "{} of {} entr{}:\n",
+            out.entries.len(),
+            out.total,
+            if out.total == 1 { "y" } else { "ies" }
+        );
+        for e in &out.entries {
+            let _ = match e.kind {
+                Kind::Dir => write!(
+                    s,
+                    "{}\t{} files, {} bytes",
+                    e.path,
+                    e.file_count.unwrap_or(0),
+                    e.size_bytes
+                ),
+                Kind::File => write!(
+                    s,
+                    "{}\t{} bytes\tupdated {}",
+                    e.path, e.size_bytes, e.updated_at
+                ),
+            };
+            if let Some(t) = &e.kind_tag {
+                let _ = write!(s, "\t[{t}]");
+            }
+            if let Some(d) = &e.description {
+                let _ = write!(s, "\t{d}");
+            }
+            s.push('\n');
+        }
+        if let Some(c) = &out.next_cursor {
+            let _ = writeln!(s, "More entries: call memory_list again with cursor \"{c}\".");
+        }
+        s
+    }
+
+    pub fn search(query: &str, out: &SearchOut) -> String {
+        let mut s = String::new();
+        if out.total_hits == 0 {
+            let _ = write!(s, "No memory matches {query:?}.");
+            return s;
+        }
+        if out.relaxed {
+            s.push_str(
+                "No memory contains every word; showing memories that contain some of them.\n",
+            );
+        }
+        let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
+        for h in &out.hits {
+            let _ = write!(s, "\n{} (score {:.2}", h.path, h.score);
+            match &h.description {
+                Some(d) => {
+                    let _ = writeln!(s, ") — {d}");
+                }
+                None => s.push_str(")\n"),
+            }
+            s.push_str(&h.snippet);
+            s.push('\n');
+        }
+        if let Some(c) = &out.next_cursor {
+            let _ = writeln!(s, "\nMore hits: search again with cursor \"{c}\".");
+        }
+        s
+    }
+
+    pub fn write(out: &WriteOut) -> String {
+        let verb = if out.unchanged {
+            "Unchanged (already this content)"
+        } else if out.created {
+            "Created"
+        } else {
+            "Replaced"
+        };
+        format!(
+            "{verb}: {} ({} bytes, content_sha256 {})",
+            out.path, out.size_bytes, out.content_sha256
+        )
+    }
+
+    pub fn edit(out: &EditOut) -> String {
+        if let Some(from) = &out.renamed_from {
+            return format!("Renamed {from} to {}", out.path);
+        }
+        let head = if out.unchanged {
+            "Unchanged (the edit produced the same content)"
+        } else {
+            "Edited"
+        };
+        format!(
+            "{head}: {} ({} bytes, content_sha256 {}). Snippet of the change:\n{}",
+            out.path, out.size_bytes, out.content_sha256, out.snippet
+        )
+    }
+
+    pub fn delete(out: &DeleteOut) -> String {
+        match out.deleted_files.as_slice() {
+            [one] if *one == out.path => format!("Deleted {}", out.path),
+            files => format!(
+                "Deleted {} with {} file(s): {}",
+                out.path,
+                files.len(),
+                files.join(", ")
+            ),
+        }
+    }
+}

@@ -1,0 +1,209 @@
+//! `memory_list`: what is stored under a path, sorted by path, paginated by a cursor (the
+//! last path returned) and by the result budget. Hashes and frontmatter are read only for
+//! the page being returned.
+
+use std::collections::HashMap;
+
+use super::Memdir;
+use crate::error::{Error, Result};
+use crate::path::{MemPath, Target};
+use crate::store::EntryKind;
+use crate::text;
+
+/// `memory_list`'s input.
+#[derive(Debug, Default)]
+pub struct ListRequest<'a> {
+    pub path: Option<&'a str>,
+    /// `None` = every file below, recursively; `Some(n)` = files and folders up to `n`
+    /// levels down, folders rolled up.
+    pub depth: Option<usize>,
+    pub limit: usize,
+    pub cursor: Option<&'a str>,
+}
+
+/// One listed entry.
+#[derive(Debug, Clone)]
+pub struct ListEntry {
+    pub path: String,
+    pub is_dir: bool,
+    /// A file's size, or the total size of the files below a folder.
+    pub size_bytes: u64,
+    pub content_sha256: Option<String>,
+    pub updated_at: String,
+    pub description: Option<String>,
+    pub kind: Option<String>,
+    /// Files below a folder.
+    pub file_count: Option<u64>,
+}
+
+#[derive(Debug)]
+pub struct ListResult {
+    pub entries: Vec<ListEntry>,
+    pub next_cursor: Option<String>,
+    /// Entries matching in all (before pagination).
+    pub total: usize,
+}
+
+/// An entry before its page is chosen.
+struct Row {
+    path: MemPath,
+    canonical: String,
+    is_dir: bool,
+    size: u64,
+    modified: std::time::SystemTime,
+    file_count: Option<u64>,
+}
+
+impl Memdir {
+    pub fn list(&self, req: &ListRequest) -> Result<ListResult> {
+        if req.depth == Some(0) {
+            return Err(Error::InvalidArgument(
+                "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
+            ));
+        }
+        let roots: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
+            Target::AllStores => self
+                .stores()
+                .iter()
+                .enumerate()
+                .map(|(i, s)| MemPath::root(i, &s.name))
+                .collect(),
+            Target::Path(p) => vec![p],
+        };
+        let top_level = req.path.is_none_or(|p| p == "/");
+        let mut rows = Vec::new();
+        for root in &roots {
+            // Listing `/` at depth 1 shows the stores themselves.
+            let (start, depth) = match (top_level, req.depth) {
+                (true, Some(d)) => {
+                    rows.extend(self.rows(root, Some(d - 1), true)?);
+                    continue;
+                }
+                _ => (root, req.depth),
+            };
+            rows.extend(self.rows(start, depth, false)?);
+        }
+        rows.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+        let total = rows.len();
+        let after = req.cursor.unwrap_or("");
+        let mut entries = Vec::new();
+        let mut used = 0usize;
+        let mut next_cursor = None;
+        for row in rows.iter().filter(|r| r.canonical.as_str() > after) {
+            if entries.len() == req.limit || used > self.settings.result_budget {
+                next_cursor = entries.last().map(|e: &ListEntry| e.path.clone());
+                break;
+            }
+            let entry = self.entry(row);
+            used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
+            entries.push(entry);
+        }
+        Ok(ListResult {
+            entries,
+            next_cursor,
+            total,
+        })
+    }
+
+    /// The rows under `start`: itself if it is a file; else its entries (files only when
+    /// recursive, files and rolled-up folders up to `depth`; `Some(0)` = none).
+    /// `with_self` adds `start` as a rolled-up folder.
+    fn rows(&self, start: &MemPath, depth: Option<usize>, with_self: bool) -> Result<Vec<Row>> {
+        let store = self.store(start);
+        let meta = store.metadata(start)?.ok_or_else(|| Error::NotFound {
+            path: start.canonical(),
+        })?;
+        if meta.kind != EntryKind::Dir {
+            return Ok(vec![Row {
+                canonical: start.canonical(),
+                path: start.clone(),
+                is_dir: false,
+                size: meta.size,
+                modified: meta.modified,
+                file_count: None,
+            }]);
+        }
+        let walked = store.walk(start, None)?;
+        let base = start.segments.len();
+        // Roll file sizes up into every folder above them (within the walk).
+        let mut rollup: HashMap<Vec<String>, (u64, u64, std::time::SystemTime)> = HashMap::new();
+        for e in walked.iter().filter(|e| e.kind == EntryKind::File) {
+            for cut in base..e.path.segments.len() {
+                let slot = rollup.entry(e.path.segments[..cut].to_vec()).or_insert((
+                    0,
+                    0,
+                    std::time::SystemTime::UNIX_EPOCH,
+                ));
+                slot.0 += e.size;
+                slot.1 += 1;
+                slot.2 = slot.2.max(e.modified);
+            }
+        }
+        let folder_row = |path: &MemPath| {
+            let (size, count, modified) = rollup.get(&path.segments).copied().unwrap_or((
+                0,
+                0,
+                std::time::SystemTime::UNIX_EPOCH,
+            ));
+            Row {
+                canonical: format!("{}/", path.canonical()),
+                path: path.clone(),
+                is_dir: true,
+                size,
+                modified,
+                file_count: Some(count),
+            }
+        };
+        let mut rows = Vec::new();
+        if with_self {
+            rows.push(folder_row(start));
+        }
+        for e in walked {
+            let keep = match depth {
+                None => e.kind == EntryKind::File,
+                Some(d) => e.depth <= d,
+            };
+            if !keep {
+                continue;
+            }
+            rows.push(if e.kind == EntryKind::Dir {
+                folder_row(&e.path)
+            } else {
+                Row {
+                    canonical: e.path.canonical(),
+                    path: e.path,
+                    is_dir: false,
+                    size: e.size,
+                    modified: e.modified,
+                    file_count: None,
+                }
+            });
+        }
+        Ok(rows)
+    }
+
+    /// Completes a row on the page: hash and frontmatter for files.
+    fn entry(&self, row: &Row) -> ListEntry {
+        let mut entry = ListEntry {
+            path: row.canonical.clone(),
+            is_dir: row.is_dir,
+            size_bytes: row.size,
+            content_sha256: None,
+            updated_at: text::rfc3339(row.modified),
+            description: None,
+            kind: None,
+            file_count: row.file_count,
+        };
+        if !row.is_dir
+            && let Ok(Some(cur)) = self.current(&row.path)
+        {
+            entry.size_bytes = cur.text.len() as u64;
+            entry.content_sha256 = Some(cur.sha256);
+            if let Some(fm) = Self::frontmatter(&cur.text) {
+                entry.description = fm.description;
+                entry.kind = fm.kind;
+            }
+        }
+        entry
+    }
+}

@@ -1,0 +1,255 @@
+//! The memory operations behind the tools, independent of MCP: each validates its input,
+//! resolves paths (layer 1), then works through a [`Store`] (layer 2). Results are plain
+//! structs; `crate::mcp` turns them into tool results.
+//!
+//! Layout: this file holds the shared state and reading; `write` holds every mutation;
+//! `list` lists; `search` searches (with `crate::search` for matching and ranking).
+
+mod list;
+mod search;
+mod write;
+
+use std::time::SystemTime;
+
+use crate::error::{Error, Result};
+use crate::frontmatter::{self, Frontmatter};
+use crate::path::{self, MemPath, Target};
+use crate::store::{Store, StoreConfig};
+use crate::text;
+
+pub use list::{ListEntry, ListRequest, ListResult};
+pub use search::{SearchHit, SearchRequest, SearchResult};
+pub use write::{DeleteResult, EditOp, EditRequest, EditResult, WriteRequest, WriteResult};
+
+/// Limits and switches that apply to every store.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Largest memory, in bytes (default 100 KiB).
+    pub max_file_bytes: u64,
+    /// Largest tool result text, in bytes (default 64 KiB); larger results paginate.
+    pub result_budget: usize,
+    /// Skip the credential scan on writes.
+    pub allow_secrets: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            max_file_bytes: 102_400,
+            result_budget: 64 * 1024,
+            allow_secrets: false,
+        }
+    }
+}
+
+/// The served stores and their settings.
+#[derive(Debug)]
+pub struct Memdir {
+    stores: Vec<Store>,
+    names: Vec<String>,
+    pub settings: Settings,
+}
+
+/// `memory_read`'s result.
+#[derive(Debug)]
+pub struct ReadResult {
+    pub path: String,
+    /// The selected lines, byte for byte (the whole file when no range was asked).
+    pub content: String,
+    /// Hash of the whole file, for `expected_sha256`.
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    pub total_lines: usize,
+    pub start_line: usize,
+    pub end_line: usize,
+    pub updated_at: String,
+    pub age_days: u64,
+    /// The selection did not fit the result budget and was cut at `end_line`.
+    pub truncated: bool,
+    /// The text rendering: numbered lines, with freshness and truncation notes.
+    pub rendered: String,
+}
+
+/// A file read and decoded, as several operations need it.
+pub(crate) struct Current {
+    pub text: String,
+    pub sha256: String,
+    pub modified: SystemTime,
+}
+
+impl Memdir {
+    pub fn open(configs: &[StoreConfig], settings: Settings) -> anyhow::Result<Memdir> {
+        let stores = configs
+            .iter()
+            .map(Store::open)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let names = stores.iter().map(|s| s.name.clone()).collect();
+        Ok(Memdir {
+            stores,
+            names,
+            settings,
+        })
+    }
+
+    pub fn stores(&self) -> &[Store] {
+        &self.stores
+    }
+
+    pub fn all_read_only(&self) -> bool {
+        self.stores.iter().all(|s| s.read_only)
+    }
+
+    fn names(&self) -> Vec<&str> {
+        self.names.iter().map(String::as_str).collect()
+    }
+
+    pub(crate) fn target(&self, raw: &str) -> Result<Target> {
+        path::parse(raw, &self.names())
+    }
+
+    pub(crate) fn path(&self, raw: &str) -> Result<MemPath> {
+        path::parse_path(raw, &self.names())
+    }
+
+    pub(crate) fn store(&self, p: &MemPath) -> &Store {
+        &self.stores[p.store]
+    }
+
+    /// Reads and decodes a memory; `Ok(None)` if nothing is there.
+    pub(crate) fn current(&self, p: &MemPath) -> Result<Option<Current>> {
+        match self.store(p).read(p) {
+            Ok(data) => {
+                let sha256 = text::sha256_hex(&data.bytes);
+                let text = String::from_utf8(data.bytes).map_err(|_| Error::NotUtf8 {
+                    path: p.canonical(),
+                })?;
+                Ok(Some(Current {
+                    text,
+                    sha256,
+                    modified: data.modified,
+                }))
+            }
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Reads a memory, whole or a line range, within the result budget.
+    pub fn read(&self, raw: &str, view_range: Option<(i64, i64)>) -> Result<ReadResult> {
+        let p = self.path(raw)?;
+        if p.is_root() {
+            return Err(Error::IsFolder {
+                path: p.canonical(),
+            });
+        }
+        let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
+            path: p.canonical(),
+        })?;
+        let all: Vec<&str> = cur.text.split_inclusive('\n').collect();
+        let total = all.len();
+        let (start, end) = resolve_range(view_range, total)?;
+        let age_days = text::age_days(cur.modified);
+        let mut rendered = String::new();
+        if age_days >= 1 {
+            rendered.push_str(&format!(
+                "Note: this memory was last updated {age_days} day{} ago ({}); it is a point-in-time observation, so verify it before relying on it.\n",
+                if age_days == 1 { "" } else { "s" },
+                text::rfc3339(cur.modified)
+            ));
+        }
+        let budget = self.settings.result_budget;
+        let mut last = start.saturating_sub(1);
+        let mut body = String::new();
+        for n in start..=end {
+            let line = all[n - 1].strip_suffix('\n').unwrap_or(all[n - 1]);
+            let line = line.strip_suffix('\r').unwrap_or(line);
+            let before = body.len();
+            if n > start {
+                body.push('\n');
+            }
+            text::numbered_line(&mut body, n, line);
+            if rendered.len() + body.len() > budget && n > start {
+                body.truncate(before);
+                break;
+            }
+            last = n;
+        }
+        let truncated = last < end;
+        rendered.push_str(&body);
+        if truncated {
+            rendered.push_str(&format!(
+                "\n[Showing lines {start}-{last} of {total}: the rest did not fit in one result. Continue with view_range [{}, -1].]",
+                last + 1
+            ));
+        }
+        let content = if start == 1 && last == total {
+            cur.text.clone()
+        } else {
+            all[start.saturating_sub(1).min(last)..last].concat()
+        };
+        Ok(ReadResult {
+            path: p.canonical(),
+            content,
+            size_bytes: cur.text.len() as u64,
+            content_sha256: cur.sha256,
+            total_lines: total,
+            start_line: start.min(last.max(1)),
+            end_line: last,
+            updated_at: text::rfc3339(cur.modified),
+            age_days,
+            truncated,
+            rendered,
+        })
+    }
+
+    /// Frontmatter of a memory's text, for list and search results.
+    pub(crate) fn frontmatter(text: &str) -> Option<Frontmatter> {
+        frontmatter::parse(text)
+    }
+}
+
+/// Turns an optional `[start, end]` (1-based, inclusive, `-1` = to the end) into a range
+/// of existing lines. An empty file reads as the empty range `1..=0`.
+fn resolve_range(range: Option<(i64, i64)>, total: usize) -> Result<(usize, usize)> {
+    let Some((start, end)) = range else {
+        return Ok((1, total));
+    };
+    let bad = |why: String| {
+        Err(Error::InvalidArgument(format!(
+            "invalid view_range [{start}, {end}]: {why}"
+        )))
+    };
+    if start < 1 {
+        return bad("lines are numbered from 1".into());
+    }
+    if start as usize > total.max(1) {
+        return bad(format!(
+            "the memory has {total} lines; start must be at most {}",
+            total.max(1)
+        ));
+    }
+    let end = if end == -1 { total as i64 } else { end };
+    if end < start {
+        if total == 0 {
+            return Ok((1, 0));
+        }
+        return bad("end must be at least start, or -1 for the end of the memory".into());
+    }
+    Ok((start as usize, (end as usize).min(total)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::resolve_range;
+
+    #[test]
+    fn resolves_view_ranges() {
+        assert_eq!(resolve_range(None, 5).unwrap(), (1, 5));
+        assert_eq!(resolve_range(Some((2, -1)), 5).unwrap(), (2, 5));
+        assert_eq!(resolve_range(Some((2, 99)), 5).unwrap(), (2, 5));
+        assert_eq!(resolve_range(Some((1, -1)), 0).unwrap(), (1, 0));
+        assert!(resolve_range(Some((0, 2)), 5).is_err());
+        assert!(resolve_range(Some((6, -1)), 5).is_err());
+        assert!(resolve_range(Some((3, 2)), 5).is_err());
+    }
+}

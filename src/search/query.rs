@@ -1,0 +1,157 @@
+//! The query language, where every input string is valid: words are ANDed,
+//! `"quoted phrases"` match adjacent words, `prefix*` matches word beginnings. Anything
+//! else (operators, punctuation, unbalanced quotes) is just text.
+
+use super::tokenize::{Mode, is_cjk, tokens};
+
+/// Clauses beyond this many are ignored (a pasted page is not a useful query).
+pub const MAX_CLAUSES: usize = 64;
+
+/// One condition a document must meet.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Clause {
+    Term(String),
+    Prefix(String),
+    /// Tokens that must appear at consecutive positions.
+    Phrase(Vec<String>),
+}
+
+/// A parsed query: its clauses, deduplicated, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Query {
+    pub clauses: Vec<Clause>,
+}
+
+impl Query {
+    pub fn parse(input: &str) -> Query {
+        let mut clauses = Vec::new();
+        let mut rest = input;
+        while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
+            match rest.find('"') {
+                Some(open) => {
+                    words(&rest[..open], &mut clauses);
+                    let after = &rest[open + 1..];
+                    let (inner, tail) = match after.find('"') {
+                        Some(close) => (&after[..close], &after[close + 1..]),
+                        None => (after, ""),
+                    };
+                    phrase(inner, &mut clauses);
+                    rest = tail;
+                }
+                None => {
+                    words(rest, &mut clauses);
+                    rest = "";
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        clauses.retain(|c| seen.insert(c.clone()));
+        clauses.truncate(MAX_CLAUSES);
+        Query { clauses }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clauses.is_empty()
+    }
+}
+
+fn words(text: &str, out: &mut Vec<Clause>) {
+    for raw in text.split_whitespace() {
+        let prefix = raw.ends_with('*');
+        let toks: Vec<String> = tokens(raw, Mode::Query)
+            .into_iter()
+            .map(|t| t.text)
+            .collect();
+        match toks.len() {
+            0 => {}
+            1 => {
+                let t = toks.into_iter().next().unwrap_or_default();
+                let single_cjk = t.chars().count() == 1 && t.chars().all(is_cjk);
+                out.push(if prefix || single_cjk {
+                    Clause::Prefix(t)
+                } else {
+                    Clause::Term(t)
+                });
+            }
+            _ if prefix => {
+                let mut toks = toks;
+                let last = toks.pop().unwrap_or_default();
+                out.push(Clause::Phrase(toks));
+                out.push(Clause::Prefix(last));
+            }
+            _ => out.push(Clause::Phrase(toks)),
+        }
+    }
+}
+
+fn phrase(text: &str, out: &mut Vec<Clause>) {
+    let toks: Vec<String> = tokens(text, Mode::Query)
+        .into_iter()
+        .map(|t| t.text)
+        .collect();
+    match toks.len() {
+        0 => {}
+        1 => words(text, out),
+        _ => out.push(Clause::Phrase(toks)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(input: &str, expect: &[Clause]) {
+        assert_eq!(Query::parse(input).clauses, expect, "{input:?}");
+    }
+
+    fn t(s: &str) -> Clause {
+        Clause::Term(s.into())
+    }
+
+    #[test]
+    fn parses_words_phrases_and_prefixes() {
+        check("Rust tokio", &[t("rust"), t("tokio")]);
+        check(
+            "\"crash safe\" write",
+            &[
+                Clause::Phrase(vec!["crash".into(), "safe".into()]),
+                t("write"),
+            ],
+        );
+        check("tok*", &[Clause::Prefix("tok".into())]);
+        check(
+            "数据库",
+            &[Clause::Phrase(vec!["数据".into(), "据库".into()])],
+        );
+        check("数", &[Clause::Prefix("数".into())]);
+        check("rust rust", &[t("rust")]);
+    }
+
+    #[test]
+    fn hostile_input_is_just_text() {
+        for input in [
+            "\"",
+            "-x",
+            "a:b",
+            "(",
+            "*",
+            "NEAR(",
+            "\0",
+            "!!!",
+            "\"\"\"",
+            "AND OR NOT",
+        ] {
+            let _ = Query::parse(input);
+        }
+        check("-x", &[t("x")]);
+        check("a:b", &[Clause::Phrase(vec!["a".into(), "b".into()])]);
+        check("*", &[]);
+        assert_eq!(Query::parse(&"word ".repeat(5000)).clauses.len(), 1);
+        assert!(
+            Query::parse(&(0..5000).map(|i| format!("w{i} ")).collect::<String>())
+                .clauses
+                .len()
+                <= MAX_CLAUSES
+        );
+    }
+}

@@ -1,0 +1,160 @@
+//! The one tokenizer, for documents and queries alike: Unicode words lowercased (Cyrillic
+//! `ё` folded to `е`), and runs of CJK characters (Han, Kana, Hangul) cut into overlapping
+//! bigrams so words written without spaces are found. A document run also ends with its
+//! last character alone, so a one-character query finds characters anywhere in a run.
+
+use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
+
+/// A token and its position (consecutive tokens have consecutive positions).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    pub text: String,
+    pub pos: u32,
+}
+
+/// Documents get a trailing unigram per CJK run; queries do not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Document,
+    Query,
+}
+
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana extensions
+        | 0x3400..=0x4DBF    // Han extension A
+        | 0x4E00..=0x9FFF    // Han
+        | 0xF900..=0xFAFF    // Han compatibility
+        | 0xFF66..=0xFF9F    // half-width Katakana
+        | 0x1100..=0x11FF    // Hangul Jamo
+        | 0x3130..=0x318F    // Hangul compatibility Jamo
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0x20000..=0x3134F) // Han extensions B–G
+}
+
+fn is_word(c: char) -> bool {
+    c.is_alphanumeric()
+        || c == '_'
+        || matches!(
+            c.general_category(),
+            GeneralCategory::NonspacingMark | GeneralCategory::SpacingMark
+        )
+}
+
+fn push_lower(out: &mut String, c: char) {
+    for l in c.to_lowercase() {
+        out.push(if l == 'ё' { 'е' } else { l });
+    }
+}
+
+/// Tokenizes `text`, calling `emit` for each token in order.
+pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32)) {
+    let mut pos = 0u32;
+    let mut word = String::new();
+    let mut run: Vec<char> = Vec::new();
+    let mut buf = String::new();
+    let mut flush_run = |run: &mut Vec<char>, pos: &mut u32, emit: &mut dyn FnMut(&str, u32)| {
+        match run.len() {
+            0 => {}
+            1 => {
+                buf.clear();
+                push_lower(&mut buf, run[0]);
+                emit(&buf, *pos);
+                *pos += 1;
+            }
+            _ => {
+                for pair in run.windows(2) {
+                    buf.clear();
+                    push_lower(&mut buf, pair[0]);
+                    push_lower(&mut buf, pair[1]);
+                    emit(&buf, *pos);
+                    *pos += 1;
+                }
+                if mode == Mode::Document {
+                    buf.clear();
+                    push_lower(&mut buf, run[run.len() - 1]);
+                    emit(&buf, *pos);
+                    *pos += 1;
+                }
+            }
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if is_cjk(c) {
+            if !word.is_empty() {
+                emit(&word, pos);
+                pos += 1;
+                word.clear();
+            }
+            run.push(c);
+        } else if is_word(c) {
+            flush_run(&mut run, &mut pos, &mut emit);
+            push_lower(&mut word, c);
+        } else {
+            flush_run(&mut run, &mut pos, &mut emit);
+            if !word.is_empty() {
+                emit(&word, pos);
+                pos += 1;
+                word.clear();
+            }
+        }
+    }
+    flush_run(&mut run, &mut pos, &mut emit);
+    if !word.is_empty() {
+        emit(&word, pos);
+    }
+}
+
+/// The tokens of `text` as a vector.
+pub fn tokens(text: &str, mode: Mode) -> Vec<Token> {
+    let mut out = Vec::new();
+    tokenize(text, mode, |t, pos| {
+        out.push(Token {
+            text: t.to_owned(),
+            pos,
+        })
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(text: &str, mode: Mode, expect: &[&str]) {
+        let got: Vec<String> = tokens(text, mode).into_iter().map(|t| t.text).collect();
+        assert_eq!(got, expect, "{text:?}");
+    }
+
+    #[test]
+    fn words_are_lowercased() {
+        check(
+            "Hello, World! it's",
+            Mode::Query,
+            &["hello", "world", "it", "s"],
+        );
+        check("Память ЁЛКА", Mode::Query, &["память", "елка"]);
+        check("snake_case v2", Mode::Query, &["snake_case", "v2"]);
+    }
+
+    #[test]
+    fn cjk_runs_become_bigrams() {
+        check("数据库", Mode::Query, &["数据", "据库"]);
+        check("数据库", Mode::Document, &["数据", "据库", "库"]);
+        check("用Rust写", Mode::Document, &["用", "rust", "写"]);
+        check(
+            "데이터베이스를 사용",
+            Mode::Query,
+            &["데이", "이터", "터베", "베이", "이스", "스를", "사용"],
+        );
+        check("メモリ", Mode::Query, &["メモ", "モリ"]);
+    }
+
+    #[test]
+    fn positions_are_consecutive() {
+        let t = tokens("a 数据 b", Mode::Document);
+        assert_eq!(t.iter().map(|t| t.pos).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    }
+}

@@ -1,0 +1,115 @@
+//! Refuses content that holds a high-confidence credential, naming the rule and the line
+//! but never echoing the secret. Patterns follow gitleaks' high-confidence rules (MIT),
+//! re-expressed for the `regex` crate; precision over recall: a match is refused, never
+//! silently rewritten.
+
+use std::sync::LazyLock;
+
+use regex::{Regex, RegexSet};
+
+/// (rule name, pattern)
+const RULES: &[(&str, &str)] = &[
+    (
+        "private key",
+        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY( BLOCK)?-----",
+    ),
+    (
+        "AWS access key id",
+        r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b",
+    ),
+    (
+        "GitHub token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[0-9A-Za-z]{36}\b",
+    ),
+    (
+        "GitHub fine-grained token",
+        r"\bgithub_pat_[0-9A-Za-z_]{82}\b",
+    ),
+    ("GitLab token", r"\bglpat-[0-9A-Za-z_-]{20}\b"),
+    (
+        "Anthropic API key",
+        r"\bsk-ant-(?:api03|admin01)-[A-Za-z0-9_-]{93}AA\b",
+    ),
+    (
+        "OpenAI API key",
+        r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}T3BlbkFJ[A-Za-z0-9_-]{20,}\b",
+    ),
+    (
+        "Slack token",
+        r"\bxox[baprs]-[0-9]{10,13}-[0-9]{10,13}[A-Za-z0-9-]*\b",
+    ),
+    (
+        "Slack webhook",
+        r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9+/]{43,56}",
+    ),
+    (
+        "Stripe secret key",
+        r"\b(?:sk|rk)_(?:live|prod)_[0-9A-Za-z]{10,99}\b",
+    ),
+    ("Google API key", r"\bAIza[0-9A-Za-z_-]{35}\b"),
+    ("npm token", r"\bnpm_[A-Za-z0-9]{36}\b"),
+    ("PyPI token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}\b"),
+    ("Hugging Face token", r"\bhf_[A-Za-z]{34}\b"),
+    (
+        "SendGrid API key",
+        r"\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b",
+    ),
+    ("Twilio API key", r"\bSK[0-9a-fA-F]{32}\b"),
+    ("Shopify token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}\b"),
+    ("DigitalOcean token", r"\bdo[opr]_v1_[a-f0-9]{64}\b"),
+    (
+        "JSON web token",
+        r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}",
+    ),
+];
+
+static SET: LazyLock<RegexSet> =
+    LazyLock::new(|| RegexSet::new(RULES.iter().map(|(_, p)| *p)).expect("secret rules compile"));
+static EACH: LazyLock<Vec<Regex>> = LazyLock::new(|| {
+    RULES
+        .iter()
+        .map(|(_, p)| Regex::new(p).expect("secret rule compiles"))
+        .collect()
+});
+
+/// The first secret found: rule name and 1-based line.
+pub fn find(text: &str) -> Option<(&'static str, usize)> {
+    let matched = SET.matches(text);
+    let rule = matched.iter().next()?;
+    let at = EACH[rule].find(text)?.start();
+    let line = text.as_bytes()[..at]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1;
+    Some((RULES[rule].0, line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_credentials_by_rule_and_line() {
+        let aws = format!("note\nkey = {}{}\n", "AKIA", "IOSFODNN7EXAMPLX");
+        assert_eq!(find(&aws), Some(("AWS access key id", 2)));
+        let gh = format!("token: ghp_{}", "a".repeat(36));
+        assert_eq!(find(&gh), Some(("GitHub token", 1)));
+        assert_eq!(
+            find("-----BEGIN OPENSSH PRIVATE KEY-----\nabc"),
+            Some(("private key", 1))
+        );
+    }
+
+    #[test]
+    fn ordinary_text_passes() {
+        for text in [
+            "the AKIA prefix marks AWS keys",
+            "sk-test",
+            "use ghp_ tokens for CI",
+            "eyJ is base64 for {\"",
+        ] {
+            assert_eq!(find(text), None, "{text}");
+        }
+    }
+}

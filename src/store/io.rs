@@ -1,0 +1,364 @@
+//! Reading and durably writing single files inside a store.
+//!
+//! Reads open non-blocking and check the opened handle (`fstat`): only regular files with
+//! one link are read, so a FIFO cannot hang the server and a hard link cannot alias data
+//! outside. Writes go temp file → write → fsync → rename into place → fsync folder, so a
+//! crash leaves the old content or the new, never a torn file; a create-only write uses
+//! `renameat2(RENAME_NOREPLACE)`, so exactly one of several racing creators wins.
+
+use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use cap_fs_ext::OpenOptionsMaybeDirExt;
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use rustix::fs::RenameFlags;
+
+use super::{EntryKind, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path};
+use crate::error::{Error, Result};
+use crate::path::MemPath;
+
+/// Largest file the server will read at all (people may put big files in a store; agents
+/// page through them with `view_range`).
+pub const READ_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// A file's bytes and metadata, read through one handle.
+#[derive(Debug)]
+pub struct FileData {
+    pub bytes: Vec<u8>,
+    pub modified: SystemTime,
+}
+
+/// Whether a write may replace an existing memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Create or replace.
+    Replace,
+    /// Create only; fails with `AlreadyExists` if anything is at the path.
+    CreateNew,
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+impl Store {
+    /// Reads a regular file, following symlinks only while they stay inside the store.
+    pub fn read(&self, path: &MemPath) -> Result<FileData> {
+        let mut options = OpenOptions::new();
+        options.read(true).custom_flags(
+            rustix::fs::OFlags::NONBLOCK.bits() as i32 | rustix::fs::OFlags::NOCTTY.bits() as i32,
+        );
+        let file = self
+            .dir
+            .open_with(rel_path(path), &options)
+            .map_err(|e| map_io(path, e))?;
+        let meta = file.metadata().map_err(|e| map_io(path, e))?;
+        check_regular(path, &EntryKind::of(&meta.file_type()), nlink(&meta))?;
+        if meta.len() > READ_LIMIT {
+            return Err(Error::TooLarge {
+                path: path.canonical(),
+                size: meta.len(),
+                max: READ_LIMIT,
+            });
+        }
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(READ_LIMIT + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| map_io(path, e))?;
+        Ok(FileData {
+            bytes,
+            modified: meta
+                .modified()
+                .map(|t| t.into_std())
+                .unwrap_or(SystemTime::UNIX_EPOCH),
+        })
+    }
+
+    /// Durably writes `bytes` at `path`, creating parent folders. The caller holds the
+    /// store lock. A symlink at the destination is replaced, never followed.
+    pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<()> {
+        self.check_writable("writing")?;
+        let name = target_name(path)?;
+        let parent = self.ensure_parent(path)?;
+        if let Some((kind, links)) = entry_at(&parent, name, path)? {
+            match (mode, kind) {
+                (WriteMode::CreateNew, _) => {
+                    return Err(Error::AlreadyExists {
+                        path: path.canonical(),
+                    });
+                }
+                (_, EntryKind::Dir) => {
+                    return Err(Error::IsFolder {
+                        path: path.canonical(),
+                    });
+                }
+                (_, EntryKind::Symlink) => {}
+                (_, kind) => check_regular(path, &kind, links)?,
+            }
+        }
+        let temp_dir = self.temp_dir(path)?;
+        let temp_name = format!(
+            "{TEMP_PREFIX}{}-{}",
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        );
+        let result =
+            self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
+        if result.is_err() {
+            let _ = temp_dir.remove_file(&temp_name);
+        }
+        result
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn write_temp_and_rename(
+        &self,
+        temp_dir: &Dir,
+        temp_name: &str,
+        parent: &Dir,
+        name: &str,
+        bytes: &[u8],
+        mode: WriteMode,
+        path: &MemPath,
+    ) -> Result<()> {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        let mut temp = temp_dir
+            .open_with(temp_name, &options)
+            .map_err(|e| map_io(path, e))?;
+        temp.write_all(bytes).map_err(|e| map_io(path, e))?;
+        self.pause("after-temp-write");
+        temp.sync_all().map_err(|e| map_io(path, e))?;
+        drop(temp);
+        self.pause("after-fsync");
+        let renamed = match mode {
+            WriteMode::Replace => rustix::fs::renameat(temp_dir, temp_name, parent, name),
+            WriteMode::CreateNew => {
+                match rustix::fs::renameat_with(
+                    temp_dir,
+                    temp_name,
+                    parent,
+                    name,
+                    RenameFlags::NOREPLACE,
+                ) {
+                    // File systems without RENAME_NOREPLACE: we hold the store lock, so
+                    // only an outside editor could race this check.
+                    Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
+                        match entry_at(parent, name, path)? {
+                            Some(_) => Err(rustix::io::Errno::EXIST),
+                            None => rustix::fs::renameat(temp_dir, temp_name, parent, name),
+                        }
+                    }
+                    other => other,
+                }
+            }
+        };
+        renamed.map_err(|e| map_io(path, e.into()))?;
+        self.pause("after-rename");
+        rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+        Ok(())
+    }
+
+    /// Moves a file or folder to a free destination (never replaces), creating the
+    /// destination's parent folders. The caller holds the store lock.
+    pub fn rename(&self, from: &MemPath, to: &MemPath) -> Result<()> {
+        self.check_writable("renaming")?;
+        let from_name = target_name(from)?;
+        let to_name = target_name(to)?;
+        let from_parent = self.open_dir(&from.parent().unwrap_or_else(|| from.clone()), from)?;
+        match entry_at(&from_parent, from_name, from)? {
+            None => {
+                return Err(Error::NotFound {
+                    path: from.canonical(),
+                });
+            }
+            Some((kind @ (EntryKind::File | EntryKind::Special(_)), links)) => {
+                check_regular(from, &kind, links)?
+            }
+            Some(_) => {}
+        }
+        if to.starts_with(from) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot move `{}` into itself (`{}`)",
+                from.canonical(),
+                to.canonical()
+            )));
+        }
+        let to_parent = self.ensure_parent(to)?;
+        let renamed = match rustix::fs::renameat_with(
+            &from_parent,
+            from_name,
+            &to_parent,
+            to_name,
+            RenameFlags::NOREPLACE,
+        ) {
+            Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
+                match entry_at(&to_parent, to_name, to)? {
+                    Some(_) => Err(rustix::io::Errno::EXIST),
+                    None => rustix::fs::renameat(&from_parent, from_name, &to_parent, to_name),
+                }
+            }
+            other => other,
+        };
+        renamed.map_err(|e| map_io(to, e.into()))?;
+        rustix::fs::fsync(to_parent.as_fd()).map_err(|e| map_io(to, e.into()))?;
+        rustix::fs::fsync(from_parent.as_fd()).map_err(|e| map_io(from, e.into()))?;
+        Ok(())
+    }
+
+    /// Removes one non-folder entry (a file, or a symlink itself). The caller holds the lock.
+    pub fn remove_file(&self, path: &MemPath) -> Result<()> {
+        self.check_writable("deleting")?;
+        let name = target_name(path)?;
+        let parent = self.open_dir(&path.parent().unwrap_or_else(|| path.clone()), path)?;
+        match entry_at(&parent, name, path)? {
+            None => Err(Error::NotFound {
+                path: path.canonical(),
+            }),
+            Some((EntryKind::Dir, _)) => Err(Error::IsFolder {
+                path: path.canonical(),
+            }),
+            Some(_) => {
+                parent.remove_file(name).map_err(|e| map_io(path, e))?;
+                rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes an empty folder. The caller holds the lock.
+    pub fn remove_empty_dir(&self, path: &MemPath) -> Result<()> {
+        self.check_writable("deleting")?;
+        let name = target_name(path)?;
+        let parent = self.open_dir(&path.parent().unwrap_or_else(|| path.clone()), path)?;
+        parent.remove_dir(name).map_err(|e| map_io(path, e))?;
+        rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+        Ok(())
+    }
+
+    /// The kind of entry at `path` without following a final symlink; `None` if absent.
+    pub fn entry_kind(&self, path: &MemPath) -> Result<Option<EntryKind>> {
+        let Some(parent_path) = path.parent() else {
+            return Ok(Some(EntryKind::Dir));
+        };
+        let parent = match self.open_dir(&parent_path, path) {
+            Ok(p) => p,
+            Err(Error::NotFound { .. }) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        Ok(entry_at(&parent, target_name(path)?, path)?.map(|(k, _)| k))
+    }
+
+    /// Opens folder `dir` for `*at` calls and fsync (readable, not `O_PATH`).
+    fn open_dir(&self, dir: &MemPath, for_path: &MemPath) -> Result<Dir> {
+        let mut options = OpenOptions::new();
+        options.read(true).maybe_dir(true);
+        let file = self
+            .dir
+            .open_with(rel_path(dir), &options)
+            .map_err(|e| map_io(for_path, e))?;
+        if !file.metadata().map_err(|e| map_io(for_path, e))?.is_dir() {
+            return Err(Error::NotAFolder {
+                path: dir.canonical(),
+            });
+        }
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// Creates the parent folders of `path` (each new entry fsynced into its parent) and
+    /// opens the immediate parent.
+    fn ensure_parent(&self, path: &MemPath) -> Result<Dir> {
+        let parent = path.parent().unwrap_or_else(|| path.clone());
+        for depth in 1..=parent.segments.len() {
+            let mut sub = parent.clone();
+            sub.segments.truncate(depth);
+            match self.dir.create_dir(rel_path(&sub)) {
+                Ok(()) => {
+                    let above =
+                        self.open_dir(&sub.parent().unwrap_or_else(|| sub.clone()), path)?;
+                    rustix::fs::fsync(above.as_fd()).map_err(|e| map_io(path, e.into()))?;
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(map_io(&sub, e)),
+            }
+        }
+        self.open_dir(&parent, path)
+    }
+
+    fn temp_dir(&self, for_path: &MemPath) -> Result<Dir> {
+        match self.dir.create_dir_all(TEMP_DIR) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(map_io(for_path, e)),
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).maybe_dir(true);
+        let file = self
+            .dir
+            .open_with(TEMP_DIR, &options)
+            .map_err(|e| map_io(for_path, e))?;
+        Ok(Dir::from_std_file(file.into_std()))
+    }
+
+    /// Removes every temp file. Only called while holding the store lock, when no writer
+    /// can be between creating a temp file and renaming it.
+    pub(super) fn remove_stale_temps(&self) {
+        let Ok(dir) = self.dir.open_dir(TEMP_DIR) else {
+            return;
+        };
+        let Ok(entries) = dir.entries() else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with(TEMP_PREFIX) {
+                let _ = dir.remove_file(&name);
+                tracing::info!(store = %self.name, "removed a temp file left by an interrupted write");
+            }
+        }
+    }
+}
+
+/// The last segment of a mutable path; the store root is never a target.
+fn target_name(path: &MemPath) -> Result<&str> {
+    path.name().ok_or_else(|| {
+        Error::invalid_path(
+            &path.canonical(),
+            "the store folder itself cannot be written, edited, moved or deleted",
+        )
+    })
+}
+
+/// What is at `name` in `parent`, not following a final symlink: kind and link count.
+fn entry_at(parent: &Dir, name: &str, path: &MemPath) -> Result<Option<(EntryKind, u64)>> {
+    match parent.symlink_metadata(name) {
+        Ok(m) => Ok(Some((EntryKind::of(&m.file_type()), nlink(&m)))),
+        Err(e) if super::is_missing(&e) => Ok(None),
+        Err(e) => Err(map_io(path, e)),
+    }
+}
+
+fn nlink(meta: &cap_std::fs::Metadata) -> u64 {
+    use cap_std::fs::MetadataExt;
+    meta.nlink()
+}
+
+/// Regular files with a single link only.
+fn check_regular(path: &MemPath, kind: &EntryKind, links: u64) -> Result<()> {
+    match kind {
+        EntryKind::File if links > 1 => Err(Error::HardLinked {
+            path: path.canonical(),
+            links,
+        }),
+        EntryKind::File => Ok(()),
+        EntryKind::Dir => Err(Error::IsFolder {
+            path: path.canonical(),
+        }),
+        EntryKind::Symlink => Err(Error::SpecialFile {
+            path: path.canonical(),
+            kind: "symlink",
+        }),
+        EntryKind::Special(kind) => Err(Error::SpecialFile {
+            path: path.canonical(),
+            kind,
+        }),
+    }
+}

@@ -1,0 +1,60 @@
+//! Cross-process serialisation of mutations: an exclusive `flock` on `.memdir/lock`.
+//! Each acquisition opens the file anew (its own open file description), so threads of one
+//! process exclude each other as processes do. The kernel drops the lock when its holder
+//! dies, so a crashed writer never blocks the others.
+
+use std::io::ErrorKind;
+
+use cap_std::fs::OpenOptions;
+
+use super::{LOCK_FILE, STATE_DIR, Store};
+use crate::error::{Error, Result};
+use crate::path::MemPath;
+
+/// Held while one mutation runs; dropping it releases the lock.
+#[derive(Debug)]
+pub struct StoreLock {
+    _file: std::fs::File,
+}
+
+impl Store {
+    /// Blocks until this process holds the store's mutation lock, then clears temp files
+    /// that a crashed writer left.
+    pub fn lock(&self) -> Result<StoreLock> {
+        self.check_writable("changing memories")?;
+        let file = self.open_lock_file()?;
+        file.lock().map_err(|e| self.lock_error(e))?;
+        self.pause("locked");
+        self.remove_stale_temps();
+        Ok(StoreLock { _file: file })
+    }
+
+    /// Takes the lock only if it is free right now.
+    pub fn try_lock(&self) -> Result<Option<StoreLock>> {
+        let file = self.open_lock_file()?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(StoreLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(self.lock_error(e)),
+        }
+    }
+
+    fn open_lock_file(&self) -> Result<std::fs::File> {
+        match self.dir.create_dir(STATE_DIR) {
+            Ok(()) => {}
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(self.lock_error(e)),
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true);
+        let file = self
+            .dir
+            .open_with(LOCK_FILE, &options)
+            .map_err(|e| self.lock_error(e))?;
+        Ok(file.into_std())
+    }
+
+    fn lock_error(&self, e: std::io::Error) -> Error {
+        super::map_io(&MemPath::root(0, &self.name), e)
+    }
+}

@@ -1,0 +1,189 @@
+//! The only door to the file system. A [`Store`] is a directory handle (capability
+//! style, `cap-std`): every open, create, rename, list and delete resolves relative to it,
+//! component by component and beneath it (`openat2(RESOLVE_BENEATH)` on Linux), at the
+//! moment of the operation. Nothing else in the crate calls `std::fs` on store data.
+//!
+//! Layout: `io` reads and durably writes single files, `walk` lists folders, `lock`
+//! serialises mutations across processes. Layer 1 of the path policy is `crate::path`.
+
+mod io;
+mod lock;
+mod walk;
+
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+use crate::error::{Error, Result};
+use crate::path::MemPath;
+
+pub use io::{FileData, WriteMode};
+pub use lock::StoreLock;
+pub use walk::{EntryKind, WalkEntry};
+
+/// Name of the reserved state folder inside every store.
+pub const STATE_DIR: &str = ".memdir";
+/// Temp files live here while being written; anything found here while holding the store
+/// lock is a leftover of a crashed writer.
+const TEMP_DIR: &str = ".memdir/tmp";
+const LOCK_FILE: &str = ".memdir/lock";
+/// Prefix of temp-file names (reserved by the path policy).
+const TEMP_PREFIX: &str = ".memdir-tmp-";
+
+/// How a store is opened.
+#[derive(Clone, Debug)]
+pub struct StoreConfig {
+    pub name: String,
+    pub dir: PathBuf,
+    pub read_only: bool,
+    pub description: Option<String>,
+}
+
+/// One served store: a confined directory handle plus its settings.
+#[derive(Debug)]
+pub struct Store {
+    pub name: String,
+    pub read_only: bool,
+    pub description: Option<String>,
+    dir: Dir,
+    /// Test hook: a write stage at which the process stops (see `io::pause`).
+    pause_at: Option<String>,
+}
+
+/// Metadata of one entry, as the store sees it (following in-store symlinks).
+#[derive(Clone, Debug)]
+pub struct EntryMeta {
+    pub kind: EntryKind,
+    pub size: u64,
+    pub modified: SystemTime,
+}
+
+impl Store {
+    /// Opens (and for writable stores, creates) the store directory. This is the one place
+    /// that uses ambient authority: everything after goes through the handle.
+    pub fn open(config: &StoreConfig) -> anyhow::Result<Store> {
+        if !config.read_only {
+            std::fs::create_dir_all(&config.dir).map_err(|e| {
+                anyhow::anyhow!("cannot create store folder {}: {e}", config.dir.display())
+            })?;
+        }
+        let dir = Dir::open_ambient_dir(&config.dir, ambient_authority()).map_err(|e| {
+            anyhow::anyhow!("cannot open store folder {}: {e}", config.dir.display())
+        })?;
+        let store = Store {
+            name: config.name.clone(),
+            read_only: config.read_only,
+            description: config.description.clone(),
+            dir,
+            pause_at: std::env::var("MEMDIR_TEST_PAUSE").ok(),
+        };
+        if !store.read_only {
+            store.recover();
+        }
+        Ok(store)
+    }
+
+    /// Removes temp files a crashed writer left behind, if no other process is mutating
+    /// right now (otherwise the next mutation does it under the lock).
+    fn recover(&self) {
+        if let Ok(Some(_lock)) = self.try_lock() {
+            self.remove_stale_temps();
+        }
+    }
+
+    /// Metadata of `path`, following symlinks that stay inside the store.
+    /// `Ok(None)` when nothing is there.
+    pub fn metadata(&self, path: &MemPath) -> Result<Option<EntryMeta>> {
+        let rel = rel_path(path);
+        match self.dir.metadata(&rel) {
+            Ok(m) => Ok(Some(EntryMeta {
+                kind: EntryKind::of(&m.file_type()),
+                size: m.len(),
+                modified: m
+                    .modified()
+                    .map(|t| t.into_std())
+                    .unwrap_or(SystemTime::UNIX_EPOCH),
+            })),
+            Err(e) if is_missing(&e) => Ok(None),
+            Err(e) => Err(map_io(path, e)),
+        }
+    }
+
+    fn check_writable(&self, what: &'static str) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                store: self.name.clone(),
+                what,
+            });
+        }
+        Ok(())
+    }
+
+    fn pause(&self, stage: &str) {
+        if self.pause_at.as_deref() == Some(stage) {
+            eprintln!("memdir: test pause at {stage}");
+            loop {
+                std::thread::sleep(std::time::Duration::from_secs(3600));
+            }
+        }
+    }
+}
+
+/// The handle-relative path of a memory path (`.` for the store root).
+fn rel_path(path: &MemPath) -> PathBuf {
+    if path.segments.is_empty() {
+        PathBuf::from(".")
+    } else {
+        path.segments.iter().collect()
+    }
+}
+
+fn is_missing(e: &std::io::Error) -> bool {
+    e.kind() == ErrorKind::NotFound
+        || e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+}
+
+/// The one constructor of [`Error::Escape`]: cap-std reports a path that would leave the
+/// directory as `PermissionDenied` without an OS error code, unlike a real `EACCES`.
+fn escape(path: &MemPath, e: &std::io::Error) -> Option<Error> {
+    let loops = e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+        || e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error());
+    if (e.kind() == ErrorKind::PermissionDenied && e.raw_os_error().is_none()) || loops {
+        Some(Error::Escape {
+            path: path.canonical(),
+        })
+    } else {
+        None
+    }
+}
+
+/// Maps an OS error on `path` to the library error, without any host path in it.
+fn map_io(path: &MemPath, e: std::io::Error) -> Error {
+    if let Some(err) = escape(path, &e) {
+        return err;
+    }
+    if is_missing(&e) {
+        return Error::NotFound {
+            path: path.canonical(),
+        };
+    }
+    match e.kind() {
+        ErrorKind::AlreadyExists => Error::AlreadyExists {
+            path: path.canonical(),
+        },
+        ErrorKind::IsADirectory => Error::IsFolder {
+            path: path.canonical(),
+        },
+        _ => Error::Io {
+            path: path.canonical(),
+            // Rebuild from the errno so no path text a library put in the message leaks.
+            source: e
+                .raw_os_error()
+                .map(std::io::Error::from_raw_os_error)
+                .unwrap_or_else(|| std::io::Error::from(e.kind())),
+        },
+    }
+}
