@@ -287,7 +287,10 @@ mod render {
             s.push('\n');
         }
         if let Some(c) = &out.next_cursor {
-            let _ = writeln!(s, "More entries: call memory_list again with cursor \"{c}\".");
+            let _ = writeln!(
+                s,
+                "More entries: call memory_list again with cursor \"{c}\"."
+            );
         }
         s
     }

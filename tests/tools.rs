@@ -1,0 +1,755 @@
+//! Every tool end to end through the real binary and the rmcp client: success paths,
+//! error paths, schemas and annotations.
+
+mod common;
+
+use common::{Sandbox, Server, sha256_hex};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn lists_six_tools_with_schemas_and_annotations() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let tools = s.client.list_all_tools().await.unwrap();
+    let mut names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "memory_delete",
+            "memory_edit",
+            "memory_list",
+            "memory_read",
+            "memory_search",
+            "memory_write"
+        ]
+    );
+    for t in &tools {
+        assert!(t.output_schema.is_some(), "{} has an outputSchema", t.name);
+        let a = t.annotations.as_ref().expect("annotations");
+        assert_eq!(a.open_world_hint, Some(false));
+        let read_only = matches!(
+            t.name.as_ref(),
+            "memory_list" | "memory_read" | "memory_search"
+        );
+        assert_eq!(a.read_only_hint, Some(read_only), "{}", t.name);
+        assert_eq!(a.destructive_hint, Some(!read_only), "{}", t.name);
+        let schema = serde_json::to_string(&t.input_schema).unwrap();
+        assert!(
+            !schema.contains("uint") && !schema.contains("\"null\""),
+            "{}: {schema}",
+            t.name
+        );
+    }
+    let info = s.client.peer_info().expect("server info");
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(
+        instructions.contains("/memories (read-write)"),
+        "{instructions}"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn write_read_edit_delete_round_trip() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let content = "# Rust\nuse cargo\nfmt before commit\n";
+    let w = s
+        .ok(
+            "memory_write",
+            json!({"path": "/memories/notes/rust.md", "content": content}),
+        )
+        .await;
+    assert_eq!(w["created"], true);
+    assert_eq!(w["content_sha256"], sha256_hex(content.as_bytes()));
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("notes/rust.md")).unwrap(),
+        content
+    );
+
+    let r = s
+        .call("memory_read", json!({"path": "notes/rust.md"}))
+        .await;
+    assert!(!r.is_error);
+    assert_eq!(r.structured["content"], content);
+    assert_eq!(r.structured["total_lines"], 3);
+    assert_eq!(r.structured["path"], "/memories/notes/rust.md");
+    assert_eq!(
+        r.text,
+        "     1\t# Rust\n     2\tuse cargo\n     3\tfmt before commit"
+    );
+
+    let range = s
+        .ok(
+            "memory_read",
+            json!({"path": "/memories/notes/rust.md", "view_range": [2, -1]}),
+        )
+        .await;
+    assert_eq!(range["content"], "use cargo\nfmt before commit\n");
+    assert_eq!(
+        (range["start_line"].clone(), range["end_line"].clone()),
+        (json!(2), json!(3))
+    );
+
+    let e = s
+        .ok("memory_edit", json!({"path": "/memories/notes/rust.md", "old_str": "use cargo", "new_str": "use cargo build"}))
+        .await;
+    assert_eq!(
+        e["snippet"],
+        "     1\t# Rust\n     2\tuse cargo build\n     3\tfmt before commit"
+    );
+    let now = std::fs::read_to_string(sb.store().join("notes/rust.md")).unwrap();
+    assert_eq!(e["content_sha256"], sha256_hex(now.as_bytes()));
+
+    let d = s
+        .ok("memory_delete", json!({"path": "/memories/notes/rust.md"}))
+        .await;
+    assert_eq!(d["deleted_files"], json!(["/memories/notes/rust.md"]));
+    assert!(!sb.store().join("notes/rust.md").exists());
+    let gone = s
+        .err("memory_read", json!({"path": "/memories/notes/rust.md"}))
+        .await;
+    assert!(gone.contains("does not exist"), "{gone}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn write_preconditions() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let p = "/memories/state.md";
+    s.ok(
+        "memory_write",
+        json!({"path": p, "content": "v1", "if_absent": true}),
+    )
+    .await;
+    let again = s
+        .ok(
+            "memory_write",
+            json!({"path": p, "content": "v1", "if_absent": true}),
+        )
+        .await;
+    assert_eq!(again["unchanged"], true, "same content is a no-op");
+    let taken = s
+        .err(
+            "memory_write",
+            json!({"path": p, "content": "v2", "if_absent": true}),
+        )
+        .await;
+    assert!(
+        taken.contains("already exists") && taken.contains(&sha256_hex(b"v1")),
+        "{taken}"
+    );
+
+    let stale = sha256_hex(b"something else");
+    let conflict = s
+        .err(
+            "memory_write",
+            json!({"path": p, "content": "v2", "expected_sha256": stale}),
+        )
+        .await;
+    assert!(
+        conflict.contains(&sha256_hex(b"v1")),
+        "the error states the current sha256: {conflict}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("state.md")).unwrap(),
+        "v1"
+    );
+
+    let ok = s
+        .ok("memory_write", json!({"path": p, "content": "v2", "expected_sha256": sha256_hex(b"v1").to_uppercase()}))
+        .await;
+    assert_eq!(ok["created"], false);
+    let missing = s
+        .err("memory_write", json!({"path": "/memories/none.md", "content": "x", "expected_sha256": sha256_hex(b"x!")}))
+        .await;
+    assert!(missing.contains("does not exist"), "{missing}");
+    let bad = s
+        .err(
+            "memory_write",
+            json!({"path": p, "content": "v3", "expected_sha256": "abc"}),
+        )
+        .await;
+    assert!(bad.contains("64 hex"), "{bad}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn write_limits_and_refusals() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let big = "x".repeat(102_401);
+    let e = s
+        .err("memory_write", json!({"path": "big.md", "content": big}))
+        .await;
+    assert!(e.contains("102401") && e.contains("102400"), "{e}");
+    let exact = "x".repeat(102_400);
+    s.ok(
+        "memory_write",
+        json!({"path": "exact.md", "content": exact}),
+    )
+    .await;
+
+    let secret = format!("deploy key: {}{}\n", "AKIA", "ABCDEFGHIJKLMNOP");
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "creds.md", "content": secret}),
+        )
+        .await;
+    assert!(
+        e.contains("AWS access key id") && e.contains("line 1"),
+        "{e}"
+    );
+    assert!(
+        !e.contains("ABCDEFGHIJKLMNOP"),
+        "never echoes the secret: {e}"
+    );
+    assert!(!sb.store().join("creds.md").exists());
+
+    let e = s
+        .err("memory_write", json!({"path": "/memories", "content": "x"}))
+        .await;
+    assert!(e.contains("store folder itself"), "{e}");
+    s.ok("memory_write", json!({"path": "dir/a.md", "content": "a"}))
+        .await;
+    let e = s
+        .err("memory_write", json!({"path": "dir", "content": "x"}))
+        .await;
+    assert!(e.contains("folder"), "{e}");
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "dir/a.md/b.md", "content": "x"}),
+        )
+        .await;
+    assert!(!e.is_empty());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn non_utf8_and_secrets_switch() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("bin.md"), [0xff, 0xfe, 0x00, 0x41]).unwrap();
+    let s = Server::start(
+        &["--root", sb.store().to_str().unwrap(), "--allow-secrets"],
+        &[],
+    )
+    .await;
+    let e = s.err("memory_read", json!({"path": "bin.md"})).await;
+    assert!(e.contains("UTF-8"), "{e}");
+    let secret = format!("key {}{}", "AKIA", "ABCDEFGHIJKLMNOP");
+    s.ok(
+        "memory_write",
+        json!({"path": "creds.md", "content": secret}),
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn edits_replace_insert_append_rename() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let p = "/memories/todo.md";
+    s.ok("memory_write", json!({"path": p, "content": "a\nb\na\n"}))
+        .await;
+
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "old_str": "a", "new_str": "x"}),
+        )
+        .await;
+    assert!(
+        e.contains("Multiple occurrences") && e.contains("1, 3"),
+        "{e}"
+    );
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "old_str": "zzz", "new_str": "x"}),
+        )
+        .await;
+    assert!(e.contains("did not appear verbatim"), "{e}");
+    let all = s
+        .ok(
+            "memory_edit",
+            json!({"path": p, "old_str": "a", "new_str": "x", "replace_all": true}),
+        )
+        .await;
+    assert_eq!(all["content_sha256"], sha256_hex(b"x\nb\nx\n"));
+
+    s.ok(
+        "memory_edit",
+        json!({"path": p, "insert_line": 0, "insert_text": "top"}),
+    )
+    .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": p, "insert_line": 2, "insert_text": "mid"}),
+    )
+    .await;
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "insert_line": 99, "insert_text": "x"}),
+        )
+        .await;
+    assert!(e.contains("[0, 5]"), "{e}");
+    s.ok("memory_edit", json!({"path": p, "append_text": "end"}))
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("todo.md")).unwrap(),
+        "top\nx\nmid\nb\nx\nend"
+    );
+
+    let e = s.err("memory_edit", json!({"path": p})).await;
+    assert!(e.contains("say what to change"), "{e}");
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "append_text": "x", "new_path": "y.md"}),
+        )
+        .await;
+    assert!(e.contains("exactly one"), "{e}");
+    let stale = sha256_hex(b"stale");
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "append_text": "x", "expected_sha256": stale}),
+        )
+        .await;
+    assert!(e.contains("current content_sha256"), "{e}");
+
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/taken.md", "content": "t"}),
+    )
+    .await;
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": p, "new_path": "/memories/taken.md"}),
+        )
+        .await;
+    assert!(e.contains("already exists"), "{e}");
+    let r = s
+        .ok(
+            "memory_edit",
+            json!({"path": p, "new_path": "/memories/archive/2026/todo.md"}),
+        )
+        .await;
+    assert_eq!(r["path"], "/memories/archive/2026/todo.md");
+    assert_eq!(r["renamed_from"], "/memories/todo.md");
+    assert!(!sb.store().join("todo.md").exists());
+    assert!(sb.store().join("archive/2026/todo.md").exists());
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "/memories/nope.md", "append_text": "x"}),
+        )
+        .await;
+    assert!(e.contains("does not exist"), "{e}");
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "/memories/archive", "new_path": "/memories/archive/inner"}),
+        )
+        .await;
+    assert!(e.contains("into itself"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn deletes_files_and_folders() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    for p in [
+        "proj/a.md",
+        "proj/sub/b.md",
+        "proj/sub/deeper/c.md",
+        "keep.md",
+    ] {
+        s.ok("memory_write", json!({"path": p, "content": p})).await;
+    }
+    std::fs::write(sb.store().join("proj/.hidden"), "h").unwrap();
+    let e = s.err("memory_delete", json!({"path": "/memories"})).await;
+    assert!(e.contains("store folder itself"), "{e}");
+    let e = s
+        .err(
+            "memory_delete",
+            json!({"path": "/memories/proj", "expected_sha256": sha256_hex(b"x")}),
+        )
+        .await;
+    assert!(e.contains("files, not folders"), "{e}");
+    let d = s
+        .ok("memory_delete", json!({"path": "/memories/proj/"}))
+        .await;
+    let files: Vec<&str> = d["deleted_files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        files.contains(&"/memories/proj/sub/deeper/c.md") && files.len() == 4,
+        "{files:?}"
+    );
+    assert!(!sb.store().join("proj").exists());
+    assert!(sb.store().join("keep.md").exists());
+    let e = s
+        .err("memory_delete", json!({"path": "/memories/proj"}))
+        .await;
+    assert!(e.contains("does not exist"), "{e}");
+    let e = s
+        .err(
+            "memory_delete",
+            json!({"path": "keep.md", "expected_sha256": sha256_hex(b"nope")}),
+        )
+        .await;
+    assert!(e.contains(&sha256_hex(b"keep.md")), "{e}");
+    s.ok(
+        "memory_delete",
+        json!({"path": "keep.md", "expected_sha256": sha256_hex(b"keep.md")}),
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn lists_with_prefix_depth_and_cursor() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok("memory_write", json!({"path": "notes/a.md", "content": "---\ndescription: Alpha notes\ntype: project\n---\nbody\n"})).await;
+    for p in ["notes/sub/b.md", "notes_old/c.md", "top.md"] {
+        s.ok("memory_write", json!({"path": p, "content": p})).await;
+    }
+    std::fs::write(sb.store().join("notes/.secret"), "hidden").unwrap();
+    std::fs::create_dir_all(sb.store().join("node_modules")).unwrap();
+    std::fs::write(sb.store().join("node_modules/x.md"), "x").unwrap();
+
+    let all = s.ok("memory_list", json!({})).await;
+    let paths: Vec<&str> = all["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/memories/notes/a.md",
+            "/memories/notes/sub/b.md",
+            "/memories/notes_old/c.md",
+            "/memories/top.md"
+        ]
+    );
+    let a = &all["entries"][0];
+    assert_eq!(a["description"], "Alpha notes");
+    assert_eq!(a["type"], "project");
+    assert_eq!(a["kind"], "file");
+    assert_eq!(a["content_sha256"].as_str().unwrap().len(), 64);
+
+    let notes = s
+        .ok("memory_list", json!({"path": "/memories/notes/"}))
+        .await;
+    assert_eq!(
+        notes["entries"].as_array().unwrap().len(),
+        2,
+        "segment-aware: notes_old is not under notes"
+    );
+
+    let shallow = s
+        .ok("memory_list", json!({"path": "/memories", "depth": 1}))
+        .await;
+    let entries = shallow["entries"].as_array().unwrap();
+    let dir = entries
+        .iter()
+        .find(|e| e["path"] == "/memories/notes/")
+        .expect("notes folder rolled up");
+    assert_eq!(
+        (dir["kind"].clone(), dir["file_count"].clone()),
+        (json!("dir"), json!(2))
+    );
+    assert_eq!(entries.len(), 3);
+
+    let page1 = s.ok("memory_list", json!({"limit": 3})).await;
+    assert_eq!(page1["entries"].as_array().unwrap().len(), 3);
+    let cursor = page1["next_cursor"].as_str().expect("a cursor").to_owned();
+    let page2 = s
+        .ok("memory_list", json!({"limit": 3, "cursor": cursor}))
+        .await;
+    assert_eq!(page2["entries"][0]["path"], "/memories/top.md");
+    assert!(page2.get("next_cursor").is_none());
+
+    let stores = s.ok("memory_list", json!({"path": "/", "depth": 1})).await;
+    assert_eq!(stores["entries"][0]["path"], "/memories/");
+    let e = s
+        .err("memory_list", json!({"path": "/memories/nothing"}))
+        .await;
+    assert!(e.contains("does not exist"), "{e}");
+    let e = s.err("memory_list", json!({"depth": 0})).await;
+    assert!(e.contains("depth"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn reads_paginate_within_the_budget() {
+    let sb = Sandbox::new();
+    let s = Server::start(
+        &[
+            "--root",
+            sb.store().to_str().unwrap(),
+            "--result-budget",
+            "4096",
+        ],
+        &[],
+    )
+    .await;
+    let content: String = (1..=500).map(|i| format!("line number {i}\n")).collect();
+    s.ok(
+        "memory_write",
+        json!({"path": "long.md", "content": content}),
+    )
+    .await;
+    let r = s.call("memory_read", json!({"path": "long.md"})).await;
+    assert!(r.text.len() <= 4096 + 200, "{}", r.text.len());
+    assert_eq!(r.structured["truncated"], true);
+    let end = r.structured["end_line"].as_u64().unwrap();
+    assert!(
+        r.text.contains(&format!("view_range [{}, -1]", end + 1)),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        r.structured["content_sha256"],
+        sha256_hex(content.as_bytes())
+    );
+    let rest = s
+        .ok(
+            "memory_read",
+            json!({"path": "long.md", "view_range": [end + 1, -1]}),
+        )
+        .await;
+    assert_eq!(rest["start_line"], end + 1);
+    let e = s
+        .err(
+            "memory_read",
+            json!({"path": "long.md", "view_range": [501, -1]}),
+        )
+        .await;
+    assert!(e.contains("500 lines"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn old_memories_carry_a_freshness_note() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("old.md"), "observed long ago\n").unwrap();
+    let f = std::fs::File::options()
+        .write(true)
+        .open(sb.store().join("old.md"))
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400 + 60))
+        .unwrap();
+    let s = sb.serve().await;
+    let r = s.call("memory_read", json!({"path": "old.md"})).await;
+    assert_eq!(r.structured["age_days"], 3);
+    assert!(
+        r.text
+            .starts_with("Note: this memory was last updated 3 days ago"),
+        "{}",
+        r.text
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn searches_rank_filter_and_relax() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let docs = [
+        (
+            "dense.md",
+            "tokio runtime\ntokio tasks and tokio channels\nthe tokio way\n",
+        ),
+        (
+            "once.md",
+            "a long note about many things, among them tokio once, and much more text here\n",
+        ),
+        ("other/zh.md", "我们的数据库很快\n"),
+        ("other/ru.md", "Память агента хранится в файлах\n"),
+        (
+            "fm.md",
+            "---\ndescription: Frontmatter note\ntype: reference\ntags: [db]\n---\ndatabase tuning\n",
+        ),
+    ];
+    for (p, c) in docs {
+        s.ok("memory_write", json!({"path": p, "content": c})).await;
+    }
+    let r = s.ok("memory_search", json!({"query": "Tokio"})).await;
+    assert_eq!(r["total_hits"], 2);
+    assert_eq!(
+        r["hits"][0]["path"], "/memories/dense.md",
+        "dense document ranks first"
+    );
+    assert!(
+        r["hits"][0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("     2\ttokio tasks and tokio channels")
+    );
+    assert_eq!(r["hits"][0]["line"], 2);
+
+    let zh = s.ok("memory_search", json!({"query": "数据库"})).await;
+    assert_eq!(zh["hits"][0]["path"], "/memories/other/zh.md");
+    let ru = s.ok("memory_search", json!({"query": "ПАМЯТЬ"})).await;
+    assert_eq!(ru["hits"][0]["path"], "/memories/other/ru.md");
+
+    let relaxed = s
+        .ok("memory_search", json!({"query": "tokio database"}))
+        .await;
+    assert_eq!(relaxed["relaxed"], true);
+    assert_eq!(relaxed["total_hits"], 3);
+
+    let filtered = s
+        .ok(
+            "memory_search",
+            json!({"query": "tokio", "path": "/memories/other/"}),
+        )
+        .await;
+    assert_eq!(filtered["total_hits"], 0);
+    let typed = s
+        .ok(
+            "memory_search",
+            json!({"query": "database", "type": "reference"}),
+        )
+        .await;
+    assert_eq!(typed["hits"][0]["description"], "Frontmatter note");
+    let tagged = s
+        .ok("memory_search", json!({"query": "database", "tag": "nope"}))
+        .await;
+    assert_eq!(tagged["total_hits"], 0);
+
+    let page = s
+        .ok("memory_search", json!({"query": "tokio", "limit": 1}))
+        .await;
+    let next = page["next_cursor"].as_str().unwrap().to_owned();
+    let page2 = s
+        .ok(
+            "memory_search",
+            json!({"query": "tokio", "limit": 1, "cursor": next}),
+        )
+        .await;
+    assert_eq!(page2["hits"][0]["path"], "/memories/once.md");
+
+    for q in [
+        "\"",
+        "-x",
+        "a:b",
+        "(",
+        "*",
+        "NEAR(",
+        "\u{0}",
+        "!!!",
+        &"long text ".repeat(1000),
+    ] {
+        let out = s.call("memory_search", json!({"query": q})).await;
+        assert!(!out.is_error, "query {q:?} must not fail: {}", out.text);
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn read_only_stores_refuse_mutations() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("fixed.md"), "fixed").unwrap();
+    let rw = sb.tmp.path().join("rw");
+    let spec_ro = format!("team={}:ro", sb.store().display());
+    let spec_rw = format!("scratch={}", rw.display());
+    let s = Server::start(
+        &[
+            "--store",
+            &spec_rw,
+            "--store",
+            &spec_ro,
+            "--describe",
+            "team=Shared team knowledge",
+        ],
+        &[],
+    )
+    .await;
+    let info = s.client.peer_info().unwrap().instructions.clone().unwrap();
+    assert!(
+        info.contains("/team (read-only): Shared team knowledge"),
+        "{info}"
+    );
+    assert_eq!(
+        s.ok("memory_read", json!({"path": "/team/fixed.md"})).await["content"],
+        "fixed"
+    );
+    for (tool, args) in [
+        (
+            "memory_write",
+            json!({"path": "/team/x.md", "content": "x"}),
+        ),
+        (
+            "memory_edit",
+            json!({"path": "/team/fixed.md", "append_text": "x"}),
+        ),
+        ("memory_delete", json!({"path": "/team/fixed.md"})),
+    ] {
+        let e = s.err(tool, args).await;
+        assert!(e.contains("read-only"), "{e}");
+    }
+    s.ok(
+        "memory_write",
+        json!({"path": "note.md", "content": "relative paths go to the first store"}),
+    )
+    .await;
+    assert!(rw.join("note.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("fixed.md")).unwrap(),
+        "fixed"
+    );
+    s.stop().await;
+
+    let only_ro = Server::start(&["--store", &spec_ro], &[]).await;
+    let names: Vec<String> = only_ro
+        .client
+        .list_all_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    assert_eq!(names.len(), 3, "mutating tools are not offered: {names:?}");
+    only_ro.stop().await;
+}
+
+#[tokio::test]
+async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let e = s.err("memory_list", json!({"limit": 0})).await;
+    assert!(e.contains("limit"), "{e}");
+    let e = s
+        .err("memory_search", json!({"query": "x", "cursor": "garbage"}))
+        .await;
+    assert!(e.contains("cursor"), "{e}");
+    // Wrong types are rejected before the tool runs; the server keeps serving.
+    let wrong = s
+        .client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("memory_read")
+                .with_arguments(json!({"path": 42}).as_object().unwrap().clone()),
+        )
+        .await;
+    assert!(wrong.is_err() || wrong.unwrap().is_error == Some(true));
+    let still: Value = s.ok("memory_list", json!({})).await;
+    assert_eq!(still["total"], 0);
+    s.stop().await;
+}
