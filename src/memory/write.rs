@@ -89,6 +89,9 @@ impl Memdir {
         let _lock = store.lock()?;
         let current = self.current(&p)?;
         let new_sha = text::sha256_hex(req.content.as_bytes());
+        // The precondition comes first: two racers that both read n and both write n + 1
+        // must not both succeed, even though the second finds its content already there.
+        check_precondition(&p, expected.as_deref(), current.as_ref())?;
         if let Some(cur) = &current {
             if cur.sha256 == new_sha {
                 return Ok(WriteResult {
@@ -106,7 +109,6 @@ impl Memdir {
                 });
             }
         }
-        check_precondition(&p, expected.as_deref(), current.as_ref())?;
         let mode = if req.if_absent {
             WriteMode::CreateNew
         } else {

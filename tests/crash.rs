@@ -1,0 +1,192 @@
+//! Crash safety: a server killed with SIGKILL at any stage of a write leaves exactly the
+//! old or the new content, no temp files after the next start, and a lock others can take.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Sandbox, Server, temp_files};
+use serde_json::json;
+
+fn content(fill: char, bytes: usize) -> String {
+    let line: String = std::iter::repeat_n(fill, 99)
+        .chain(std::iter::once('\n'))
+        .collect();
+    line.repeat(bytes / 100)
+}
+
+/// Kills the server while it is paused at `stage` in the middle of replacing a memory.
+async fn kill_at(stage: &str, expect_new: bool) {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let old = content('o', 90_000);
+    let new = content('n', 90_000);
+    std::fs::write(sb.store().join("big.md"), &old).unwrap();
+
+    let mut s = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", stage)]).await;
+    let call = {
+        let args = json!({"path": "big.md", "content": new});
+        let peer = s.client.peer().clone();
+        tokio::spawn(async move {
+            let _ = peer
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new("memory_write")
+                        .with_arguments(args.as_object().unwrap().clone()),
+                )
+                .await;
+        })
+    };
+    s.wait_for_stderr(&format!("test pause at {stage}")).await;
+    s.kill9();
+    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+
+    let on_disk = std::fs::read_to_string(sb.store().join("big.md")).unwrap();
+    let expected = if expect_new { &new } else { &old };
+    assert!(
+        on_disk == *expected,
+        "{stage}: the file is neither whole old nor whole new ({} bytes)",
+        on_disk.len()
+    );
+
+    let restarted = Server::start(&["--root", &root], &[]).await;
+    assert_eq!(
+        temp_files(&sb.store()),
+        Vec::<std::path::PathBuf>::new(),
+        "{stage}: temp files left after restart"
+    );
+    let r = restarted.ok("memory_read", json!({"path": "big.md"})).await;
+    assert_eq!(
+        r["content_sha256"],
+        common::sha256_hex(expected.as_bytes()),
+        "{stage}"
+    );
+    // The dead writer's lock is gone: a mutation goes through.
+    restarted
+        .ok(
+            "memory_write",
+            json!({"path": "big.md", "content": "after"}),
+        )
+        .await;
+    restarted.stop().await;
+}
+
+#[tokio::test]
+async fn sigkill_after_temp_write_keeps_old_content() {
+    kill_at("after-temp-write", false).await;
+}
+
+#[tokio::test]
+async fn sigkill_after_fsync_keeps_old_content() {
+    kill_at("after-fsync", false).await;
+}
+
+#[tokio::test]
+async fn sigkill_after_rename_has_new_content() {
+    kill_at("after-rename", true).await;
+}
+
+#[tokio::test]
+async fn sigkill_while_holding_the_lock_does_not_block_others() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let mut holder = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", "locked")]).await;
+    let peer = holder.client.peer().clone();
+    let call = tokio::spawn(async move {
+        let _ = peer
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
+                    json!({"path": "a.md", "content": "x"})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                ),
+            )
+            .await;
+    });
+    holder.wait_for_stderr("test pause at locked").await;
+    let other = Server::start(&["--root", &root], &[]).await;
+    holder.kill9();
+    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    let done = tokio::time::timeout(
+        Duration::from_secs(10),
+        other.ok("memory_write", json!({"path": "b.md", "content": "y"})),
+    )
+    .await;
+    assert!(done.is_ok(), "a dead lock holder blocked another process");
+    other.stop().await;
+}
+
+/// Kills the server at pseudo-random moments while it writes a large memory; whatever
+/// the moment, the file is whole.
+#[tokio::test]
+async fn sigkill_at_random_moments_during_large_writes() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let size = 8 * 1024 * 1024;
+    let versions: Vec<String> = ['a', 'b', 'c', 'd', 'e', 'f']
+        .iter()
+        .map(|&c| content(c, size))
+        .collect();
+    std::fs::write(sb.store().join("large.md"), &versions[0]).unwrap();
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    for round in 1..versions.len() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let delay = Duration::from_micros(seed % 60_000);
+        let s = Server::start(
+            &[
+                "--root",
+                &root,
+                "--max-file-bytes",
+                "16777216",
+                "--allow-secrets",
+            ],
+            &[],
+        )
+        .await;
+        let peer = s.client.peer().clone();
+        let args = json!({"path": "large.md", "content": versions[round]});
+        let call = tokio::spawn(async move {
+            peer.call_tool(
+                rmcp::model::CallToolRequestParams::new("memory_write")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+        });
+        tokio::time::sleep(delay).await;
+        s.kill9();
+        let acknowledged = matches!(
+            tokio::time::timeout(Duration::from_secs(5), call).await,
+            Ok(Ok(Ok(ref r))) if r.is_error != Some(true)
+        );
+        let on_disk = std::fs::read_to_string(sb.store().join("large.md")).unwrap();
+        let which = versions.iter().position(|v| *v == on_disk);
+        assert!(
+            which.is_some(),
+            "round {round}: torn file of {} bytes",
+            on_disk.len()
+        );
+        if acknowledged {
+            assert_eq!(
+                which,
+                Some(round),
+                "round {round}: an acknowledged write was lost"
+            );
+        }
+        eprintln!(
+            "round {round}: killed after {delay:?}, file holds version {which:?}, acknowledged {acknowledged}"
+        );
+        if which == Some(round) {
+            continue;
+        }
+        // Keep the versions in step: the next round replaces whatever is there.
+        std::fs::write(sb.store().join("large.md"), &versions[round]).unwrap();
+    }
+    let s = Server::start(&["--root", &root], &[]).await;
+    assert!(
+        temp_files(&sb.store()).is_empty(),
+        "temp files left after restart"
+    );
+    s.stop().await;
+}
