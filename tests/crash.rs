@@ -116,35 +116,42 @@ async fn sigkill_while_holding_the_lock_does_not_block_others() {
     other.stop().await;
 }
 
-/// Kills the server at pseudo-random moments while it writes a large memory; whatever
-/// the moment, the file is whole.
+/// Kills the server at moments spread over a large write (and past its end); whatever
+/// the moment, the file is whole, and an acknowledged write is never lost.
 #[tokio::test]
-async fn sigkill_at_random_moments_during_large_writes() {
+async fn sigkill_at_many_moments_during_large_writes() {
     let sb = Sandbox::new();
     let root = sb.store().to_str().unwrap().to_owned();
     let size = 8 * 1024 * 1024;
-    let versions: Vec<String> = ['a', 'b', 'c', 'd', 'e', 'f']
+    let versions: Vec<String> = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j']
         .iter()
         .map(|&c| content(c, size))
         .collect();
     std::fs::write(sb.store().join("large.md"), &versions[0]).unwrap();
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    for round in 1..versions.len() {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        let delay = Duration::from_micros(seed % 60_000);
-        let s = Server::start(
-            &[
-                "--root",
-                &root,
-                "--max-file-bytes",
-                "16777216",
-                "--allow-secrets",
-            ],
-            &[],
+    let args = [
+        "--root",
+        root.as_str(),
+        "--max-file-bytes",
+        "16777216",
+        "--allow-secrets",
+    ];
+    // Calibrate: how long one whole write takes here, so kill moments fall before, during
+    // and after the write.
+    let calibrate = Server::start(&args, &[]).await;
+    let started = std::time::Instant::now();
+    calibrate
+        .ok(
+            "memory_write",
+            json!({"path": "calibrate.md", "content": versions[0]}),
         )
         .await;
+    let whole = started.elapsed();
+    calibrate.stop().await;
+    // Kill points spread over the write and past its end, as fractions of its duration.
+    let fractions = [0.02, 0.25, 0.5, 0.75, 0.9, 1.0, 1.2, 1.6, 2.5];
+    for (round, fraction) in (1..versions.len()).zip(fractions) {
+        let delay = whole.mul_f64(fraction);
+        let s = Server::start(&args, &[]).await;
         let peer = s.client.peer().clone();
         let args = json!({"path": "large.md", "content": versions[round]});
         let call = tokio::spawn(async move {
