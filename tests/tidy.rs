@@ -1,0 +1,78 @@
+//! Architecture invariants, checked on the source text: only `src/store` touches the file
+//! system, only `src/mcp` knows rmcp, only `src/cli.rs` prints to stdout.
+
+use std::path::Path;
+
+fn sources() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    walkdir::WalkDir::new(&root)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "rs"))
+        .map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
+            (rel, std::fs::read_to_string(e.path()).unwrap())
+        })
+        .collect()
+}
+
+fn check(forbidden: &[&str], allowed_in: &[&str]) {
+    for (path, text) in sources() {
+        if allowed_in.iter().any(|a| path.starts_with(a)) {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for f in forbidden {
+                // Whole tokens only: `eprintln!` is not `println!`.
+                let hit = code
+                    .match_indices(f)
+                    .any(|(i, _)| !code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_'));
+                assert!(
+                    !hit,
+                    "src/{path}:{}: `{f}` is only allowed in {allowed_in:?}",
+                    n + 1
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn only_the_store_touches_the_file_system() {
+    check(
+        &[
+            "std::fs",
+            "cap_std",
+            "rustix::fs",
+            "File::open",
+            "OpenOptions",
+        ],
+        &["store/"],
+    );
+}
+
+#[test]
+fn only_the_mcp_module_knows_rmcp() {
+    check(&["rmcp::", "use rmcp"], &["mcp/"]);
+}
+
+#[test]
+fn stdout_is_protocol_only() {
+    check(&["println!", "print!(", "std::io::stdout"], &["cli.rs"]);
+}
+
+#[test]
+fn every_source_file_says_what_it_is() {
+    for (path, text) in sources() {
+        assert!(
+            text.starts_with("//!"),
+            "src/{path} must start with a `//!` line"
+        );
+    }
+}
