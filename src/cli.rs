@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
-use crate::memory::{ListRequest, Memdir, SearchRequest, Settings};
+use crate::memory::{IndexLocation, ListRequest, Memdir, SearchRequest, Settings};
 use crate::store::StoreConfig;
 
 /// memdir: durable, searchable memory for AI agents, served over MCP (stdio).
@@ -41,6 +41,13 @@ pub struct Options {
     /// Store content even when it looks like it holds a credential.
     #[arg(long, global = true)]
     pub allow_secrets: bool,
+    /// Keep search indexes under DIR instead of the user's cache folder
+    /// (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`).
+    #[arg(long, value_name = "DIR", global = true)]
+    pub index_dir: Option<PathBuf>,
+    /// Keep no search index: every search scans the files.
+    #[arg(long, global = true, conflicts_with = "index_dir")]
+    pub no_index: bool,
     /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
     pub log_level: String,
@@ -131,6 +138,11 @@ impl Options {
             max_file_bytes: self.max_file_bytes,
             result_budget: self.result_budget,
             allow_secrets: self.allow_secrets,
+            index: match (&self.index_dir, self.no_index) {
+                (_, true) => IndexLocation::Off,
+                (Some(dir), false) => IndexLocation::Dir(dir.clone()),
+                (None, false) => IndexLocation::UserCache,
+            },
         }
     }
 }
@@ -177,12 +189,15 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             println!("{}", r.rendered);
         }
         Command::Search { query, path, limit } => {
-            let r = memdir.search(&SearchRequest {
-                query,
-                path: path.as_deref(),
-                limit: *limit,
-                ..Default::default()
-            })?;
+            let r = memdir.search(
+                &SearchRequest {
+                    query,
+                    path: path.as_deref(),
+                    limit: *limit,
+                    ..Default::default()
+                },
+                &|_, _| {},
+            )?;
             if r.relaxed {
                 println!("(no memory has every word; showing partial matches)");
             }

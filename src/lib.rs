@@ -9,6 +9,7 @@
 //!   search), independent of MCP.
 //! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
 //! - `search`: tokenizer, query language and BM25 ranking (no IO).
+//! - `index`: the SQLite FTS5 search index, a disposable cache outside the store.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `cli`: the command line.
 
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod edit;
 pub mod error;
 pub mod frontmatter;
+pub mod index;
 pub mod mcp;
 pub mod memory;
 pub mod path;

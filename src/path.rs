@@ -69,6 +69,13 @@ impl MemPath {
         Some(p)
     }
 
+    /// The path `rel` (`/`-joined, relative to the store root) in the same store.
+    pub fn with_rel(&self, rel: &str) -> MemPath {
+        let mut p = MemPath::root(self.store, &self.store_name);
+        p.segments = rel.split('/').map(str::to_owned).collect();
+        p
+    }
+
     pub fn child(&self, name: &str) -> MemPath {
         let mut p = self.clone();
         p.segments.push(name.to_owned());

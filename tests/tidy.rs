@@ -1,5 +1,6 @@
 //! Architecture invariants, checked on the source text: only `src/store` touches the file
-//! system, only `src/mcp` knows rmcp, only `src/cli.rs` prints to stdout.
+//! system (the index only creates its own folder), only `src/mcp` knows rmcp, only
+//! `src/cli.rs` prints to stdout.
 
 use std::path::Path;
 
@@ -46,15 +47,20 @@ fn check(forbidden: &[&str], allowed_in: &[&str]) {
 #[test]
 fn only_the_store_touches_the_file_system() {
     check(
-        &[
-            "std::fs",
-            "cap_std",
-            "rustix::fs",
-            "File::open",
-            "OpenOptions",
-        ],
+        &["cap_std", "rustix::fs", "File::open", "OpenOptions"],
         &["store/"],
     );
+    // The index creates the folder of its own database (outside the store); nothing else.
+    check(&["std::fs"], &["store/", "index/"]);
+}
+
+#[test]
+fn the_index_only_creates_its_own_folder() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/index/mod.rs");
+    let text = std::fs::read_to_string(path).unwrap();
+    let uses: Vec<&str> = text.lines().filter(|l| l.contains("std::fs")).collect();
+    assert_eq!(uses.len(), 1, "{uses:?}");
+    assert!(uses[0].contains("std::fs::create_dir_all(dir)"), "{uses:?}");
 }
 
 #[test]

@@ -129,6 +129,9 @@ fn answer<T, O: Serialize>(
 /// Serves MCP over stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
     let server = MemdirServer::new(memdir);
+    // Bring the search indexes up to date while the client starts talking.
+    let memdir = Arc::clone(&server.memdir);
+    tokio::task::spawn_blocking(move || memdir.warm_indexes());
     let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())

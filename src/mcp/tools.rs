@@ -2,8 +2,9 @@
 //! blocking thread, and answers with `structuredContent` plus a compact text rendering.
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::CallToolResult;
-use rmcp::{ErrorData, tool, tool_router};
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::output::{DeleteOut, EditOut, ListOut, ReadOut, SearchOut, WriteOut};
 use super::params::{DeleteParams, EditParams, ListParams, ReadParams, SearchParams, WriteParams};
@@ -68,19 +69,24 @@ impl MemdirServer {
     async fn memory_search(
         &self,
         Parameters(p): Parameters<SearchParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let query = p.query.clone();
+        let progress = progress_reporter(&ctx);
         let result = self
             .run(move |m| {
                 let limit = clamp(p.limit, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, "limit")?;
-                m.search(&SearchRequest {
-                    query: &p.query,
-                    path: p.path.as_deref(),
-                    limit,
-                    cursor: p.cursor.as_deref(),
-                    kind: p.kind.as_deref(),
-                    tag: p.tag.as_deref(),
-                })
+                m.search(
+                    &SearchRequest {
+                        query: &p.query,
+                        path: p.path.as_deref(),
+                        limit,
+                        cursor: p.cursor.as_deref(),
+                        kind: p.kind.as_deref(),
+                        tag: p.tag.as_deref(),
+                    },
+                    &progress,
+                )
             })
             .await;
         answer(result, |r| {
@@ -237,6 +243,31 @@ fn edit_op(p: &EditParams) -> Result<EditOp<'_>, Error> {
         _ => Err(Error::InvalidArgument(
             "give exactly one operation per call: old_str + new_str, insert_line + insert_text, append_text, or new_path".into(),
         )),
+    }
+}
+
+/// Sends `notifications/progress` for a request that asked for them (a `progressToken`
+/// in its `_meta`), from any thread; nothing once the request is cancelled or the client
+/// has gone.
+fn progress_reporter(
+    ctx: &RequestContext<RoleServer>,
+) -> impl Fn(u64, u64) + Sync + Send + 'static {
+    let token = ctx.meta.get_progress_token();
+    let peer = ctx.peer.clone();
+    let cancelled = ctx.ct.clone();
+    let runtime = tokio::runtime::Handle::current();
+    move |done, total| {
+        let Some(token) = token.clone() else { return };
+        if cancelled.is_cancelled() {
+            return;
+        }
+        let peer = peer.clone();
+        let param = ProgressNotificationParam::new(token, done as f64)
+            .with_total(total as f64)
+            .with_message(format!("indexing memories: {done} of {total} files"));
+        runtime.spawn(async move {
+            let _ = peer.notify_progress(param).await;
+        });
     }
 }
 

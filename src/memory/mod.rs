@@ -3,10 +3,12 @@
 //! structs; `crate::mcp` turns them into tool results.
 //!
 //! Layout: this file holds the shared state and reading; `write` holds every mutation;
-//! `list` lists; `search` searches (with `crate::search` for matching and ranking).
+//! `list` lists; `search` searches (with `crate::search` for matching and ranking);
+//! `sync` keeps the search index in step with the files.
 
 mod list;
 mod search;
+mod sync;
 mod write;
 
 use std::time::SystemTime;
@@ -19,6 +21,7 @@ use crate::text;
 
 pub use list::{ListEntry, ListRequest, ListResult};
 pub use search::{SearchHit, SearchRequest, SearchResult};
+pub use sync::{IndexLocation, Progress};
 pub use write::{DeleteResult, EditOp, EditRequest, EditResult, WriteRequest, WriteResult};
 
 /// Limits and switches that apply to every store.
@@ -30,6 +33,8 @@ pub struct Settings {
     pub result_budget: usize,
     /// Skip the credential scan on writes.
     pub allow_secrets: bool,
+    /// Where search indexes live (or none).
+    pub index: IndexLocation,
 }
 
 impl Default for Settings {
@@ -38,6 +43,7 @@ impl Default for Settings {
             max_file_bytes: 102_400,
             result_budget: 64 * 1024,
             allow_secrets: false,
+            index: IndexLocation::UserCache,
         }
     }
 }
@@ -48,6 +54,8 @@ pub struct Memdir {
     stores: Vec<Store>,
     names: Vec<String>,
     pub settings: Settings,
+    /// Each store's search index in this process.
+    indexes: Vec<std::sync::Mutex<sync::Slot>>,
 }
 
 /// `memory_read`'s result.
@@ -75,6 +83,7 @@ pub(crate) struct Current {
     pub text: String,
     pub sha256: String,
     pub modified: SystemTime,
+    pub stamp: crate::store::Stamp,
 }
 
 impl Memdir {
@@ -85,6 +94,7 @@ impl Memdir {
             .collect::<anyhow::Result<Vec<_>>>()?;
         let names = stores.iter().map(|s| s.name.clone()).collect();
         Ok(Memdir {
+            indexes: sync::slots(stores.len()),
             stores,
             names,
             settings,
@@ -127,6 +137,7 @@ impl Memdir {
                     text,
                     sha256,
                     modified: data.modified,
+                    stamp: data.stamp,
                 }))
             }
             Err(Error::NotFound { .. }) => Ok(None),

@@ -1,10 +1,12 @@
-//! `memory_search` as a scan: every visible file under the path filter is read and
-//! matched, then ranked with BM25 over the scanned set. Correct and always current (it
-//! reads the files as they are at the call); the indexed engine replaces only the
-//! candidate step.
+//! `memory_search`: candidates and ranks come from each store's index (or, without one,
+//! from a scan of the files); the hits shown are then read from disk for their snippets.
+//! A shown hit whose file no longer matches what the index holds is re-synced and the
+//! query re-run, so no result ever shows text that is not in the file.
 
 use super::Memdir;
+use super::sync::Progress;
 use crate::error::{Error, Result};
+use crate::index::{Combine, Scope, Stamp};
 use crate::path::{MemPath, Target};
 use crate::search::{DocMatch, Query, Scorer, best_lines};
 use crate::store::EntryKind;
@@ -45,16 +47,18 @@ pub struct SearchResult {
 
 /// Longest snippet line, in characters.
 const SNIPPET_LINE_CHARS: usize = 240;
+/// Re-runs of a query after finding stale hits, before showing what there is.
+const ATTEMPTS: usize = 3;
 
+/// A ranked candidate: where, how good, and the stamp the index holds (none for a scan).
 struct Candidate {
     path: MemPath,
-    text: String,
-    matched: DocMatch,
-    description: Option<String>,
+    score: f64,
+    indexed: Option<Stamp>,
 }
 
 impl Memdir {
-    pub fn search(&self, req: &SearchRequest) -> Result<SearchResult> {
+    pub fn search(&self, req: &SearchRequest, progress: Progress) -> Result<SearchResult> {
         let offset = match req.cursor {
             None | Some("") => 0,
             Some(c) => c.parse::<usize>().map_err(|_| {
@@ -64,81 +68,146 @@ impl Memdir {
             })?,
         };
         let query = Query::parse(req.query);
-        let scopes: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
+        let scopes: Vec<(MemPath, Option<String>)> = match self.target(req.path.unwrap_or("/"))? {
             Target::AllStores => self
                 .stores()
                 .iter()
                 .enumerate()
-                .map(|(i, s)| MemPath::root(i, &s.name))
+                .map(|(i, s)| (MemPath::root(i, &s.name), None))
                 .collect(),
-            Target::Path(p) => vec![p],
+            Target::Path(p) => {
+                let prefix = self.scope_prefix(&p)?;
+                vec![(p, prefix)]
+            }
         };
-        let mut candidates = Vec::new();
-        let (mut docs, mut total_len) = (0u64, 0u64);
-        let mut df = vec![0u32; query.clauses.len()];
-        for scope in &scopes {
-            for path in self.files_under(scope)? {
-                let Ok(Some(cur)) = self.current(&path) else {
-                    continue;
-                };
-                let fm = Self::frontmatter(&cur.text);
-                if let Some(kind) = req.kind
-                    && fm.as_ref().and_then(|f| f.kind.as_deref()) != Some(kind)
-                {
-                    continue;
+        let mut result = SearchResult {
+            hits: Vec::new(),
+            total_hits: 0,
+            next_cursor: None,
+            relaxed: false,
+        };
+        if query.is_empty() {
+            return Ok(result);
+        }
+        let need = offset + req.limit;
+        for attempt in 0..ATTEMPTS {
+            let (mut total, mut ranked) =
+                self.rank(&query, &scopes, req, Combine::All, need, progress);
+            let relaxed = total == 0 && query.clauses.len() > 1;
+            if relaxed {
+                (total, ranked) = self.rank(&query, &scopes, req, Combine::Any, need, progress);
+            }
+            ranked.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+            });
+            let (hits, stale) = self.show(&query, ranked.iter().skip(offset).take(req.limit));
+            result = SearchResult {
+                next_cursor: (offset + hits.len() < total && !hits.is_empty())
+                    .then(|| (offset + hits.len()).to_string()),
+                hits,
+                total_hits: total,
+                relaxed,
+            };
+            if !stale {
+                break;
+            }
+            tracing::debug!(attempt, "a search hit was stale; re-running the query");
+        }
+        Ok(result)
+    }
+
+    /// `None` for a store root; `rel/` for a folder; `rel` for a file.
+    fn scope_prefix(&self, p: &MemPath) -> Result<Option<String>> {
+        if p.is_root() {
+            return Ok(None);
+        }
+        match self.store(p).metadata(p)? {
+            None => Err(Error::NotFound {
+                path: p.canonical(),
+            }),
+            Some(m) if m.kind == EntryKind::Dir => Ok(Some(format!("{}/", p.rel()))),
+            Some(_) => Ok(Some(p.rel())),
+        }
+    }
+
+    /// Every scope's matches: the total and the best `need` of each.
+    fn rank(
+        &self,
+        query: &Query,
+        scopes: &[(MemPath, Option<String>)],
+        req: &SearchRequest,
+        combine: Combine,
+        need: usize,
+        progress: Progress,
+    ) -> (usize, Vec<Candidate>) {
+        let mut total = 0;
+        let mut out = Vec::new();
+        for (scope, prefix) in scopes {
+            let filter = Scope {
+                prefix: prefix.as_deref(),
+                kind: req.kind,
+                tag: req.tag,
+            };
+            let indexed = self.with_index(scope.store, progress, |synced| {
+                synced
+                    .index
+                    .query(&query.clauses, combine, &filter, 0, need)
+            });
+            match indexed {
+                Some(Ok((n, rows))) => {
+                    total += n;
+                    out.extend(rows.into_iter().map(|r| Candidate {
+                        path: scope.with_rel(&r.rel),
+                        score: r.score,
+                        indexed: Some(r.stamp),
+                    }));
                 }
-                if let Some(tag) = req.tag
-                    && !fm.as_ref().is_some_and(|f| f.tags.iter().any(|t| t == tag))
-                {
-                    continue;
-                }
-                let matched = DocMatch::of(&query, &cur.text);
-                docs += 1;
-                total_len += matched.len as u64;
-                for (d, &tf) in df.iter_mut().zip(&matched.tf) {
-                    *d += (tf > 0) as u32;
-                }
-                if matched.any() {
-                    candidates.push(Candidate {
-                        path,
-                        text: cur.text,
-                        matched,
-                        description: fm.and_then(|f| f.description),
-                    });
+                other => {
+                    if let Some(Err(e)) = other {
+                        tracing::warn!(error = %e, "index query failed; scanning");
+                    }
+                    let (n, rows) = self.scan(query, scope, req, combine);
+                    total += n;
+                    out.extend(rows);
                 }
             }
         }
-        let strict: Vec<usize> = (0..candidates.len())
-            .filter(|&i| candidates[i].matched.all())
-            .collect();
-        let relaxed = strict.is_empty() && !candidates.is_empty();
-        let chosen: Vec<usize> = if relaxed {
-            (0..candidates.len()).collect()
-        } else {
-            strict
-        };
-        let scorer = Scorer::new(&df, docs, total_len);
-        let mut ranked: Vec<(f64, usize)> = chosen
-            .into_iter()
-            .map(|i| (scorer.score(&candidates[i].matched), i))
-            .collect();
-        ranked.sort_by(|a, b| {
-            b.0.total_cmp(&a.0).then_with(|| {
-                candidates[a.1]
-                    .path
-                    .canonical()
-                    .cmp(&candidates[b.1].path.canonical())
-            })
-        });
-        let total_hits = ranked.len();
+        (total, out)
+    }
+
+    /// Reads each hit to show it. Returns the hits and whether any was stale (its file
+    /// changed since it was indexed, or no longer matches).
+    fn show<'c>(
+        &self,
+        query: &Query,
+        page: impl Iterator<Item = &'c Candidate>,
+    ) -> (Vec<SearchHit>, bool) {
         let mut hits = Vec::new();
+        let mut stale = false;
         let mut used = 0usize;
-        for &(score, i) in ranked.iter().skip(offset) {
-            if hits.len() == req.limit || used > self.settings.result_budget {
+        for c in page {
+            if used > self.settings.result_budget {
                 break;
             }
-            let c = &candidates[i];
-            let (line, lines) = best_lines(&query, &c.text, 3);
+            let current = self.current(&c.path).ok().flatten();
+            let fresh = match (&current, c.indexed) {
+                (Some(cur), Some(stamp)) => cur.stamp == stamp,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            let Some(cur) = current.filter(|_| fresh) else {
+                self.resync(&c.path);
+                stale = true;
+                continue;
+            };
+            if !DocMatch::of(query, &cur.text).any() {
+                self.resync(&c.path);
+                stale = true;
+                continue;
+            }
+            let (line, lines) = best_lines(query, &cur.text, 3);
             let mut snippet = String::new();
             for (n, l) in lines {
                 if !snippet.is_empty() {
@@ -148,37 +217,85 @@ impl Memdir {
             }
             let hit = SearchHit {
                 path: c.path.canonical(),
-                score: (score * 1000.0).round() / 1000.0,
+                score: (c.score * 1000.0).round() / 1000.0,
                 line,
                 snippet,
-                description: c.description.clone(),
+                description: Self::frontmatter(&cur.text).and_then(|f| f.description),
             };
             used += hit.snippet.len() + hit.path.len() + 100;
             hits.push(hit);
         }
-        let shown = offset + hits.len();
-        Ok(SearchResult {
-            next_cursor: (shown < total_hits).then(|| shown.to_string()),
-            hits,
-            total_hits,
-            relaxed,
-        })
+        (hits, stale)
+    }
+
+    /// The scan: every visible file under `scope` read and matched, BM25 over that set.
+    fn scan(
+        &self,
+        query: &Query,
+        scope: &MemPath,
+        req: &SearchRequest,
+        combine: Combine,
+    ) -> (usize, Vec<Candidate>) {
+        let mut matched = Vec::new();
+        let (mut docs, mut total_len) = (0u64, 0u64);
+        let mut df = vec![0u32; query.clauses.len()];
+        for path in self.files_under(scope) {
+            let Ok(Some(cur)) = self.current(&path) else {
+                continue;
+            };
+            let fm = Self::frontmatter(&cur.text);
+            if let Some(kind) = req.kind
+                && fm.as_ref().and_then(|f| f.kind.as_deref()) != Some(kind)
+            {
+                continue;
+            }
+            if let Some(tag) = req.tag
+                && !fm.as_ref().is_some_and(|f| f.tags.iter().any(|t| t == tag))
+            {
+                continue;
+            }
+            let m = DocMatch::of(query, &cur.text);
+            docs += 1;
+            total_len += m.len as u64;
+            for (d, &tf) in df.iter_mut().zip(&m.tf) {
+                *d += (tf > 0) as u32;
+            }
+            let keep = match combine {
+                Combine::All => m.all(),
+                Combine::Any => m.any(),
+            };
+            if keep {
+                matched.push((path, m));
+            }
+        }
+        let scorer = Scorer::new(&df, docs, total_len);
+        let out: Vec<Candidate> = matched
+            .into_iter()
+            .map(|(path, m)| Candidate {
+                score: scorer.score(&m),
+                path,
+                indexed: None,
+            })
+            .collect();
+        (out.len(), out)
     }
 
     /// The visible files at or under `scope`.
-    fn files_under(&self, scope: &MemPath) -> Result<Vec<MemPath>> {
+    fn files_under(&self, scope: &MemPath) -> Vec<MemPath> {
         let store = self.store(scope);
-        match store.metadata(scope)? {
-            None => Err(Error::NotFound {
-                path: scope.canonical(),
-            }),
-            Some(m) if m.kind != EntryKind::Dir => Ok(vec![scope.clone()]),
-            Some(_) => Ok(store
-                .walk(scope, None)?
-                .into_iter()
-                .filter(|e| e.kind == EntryKind::File)
-                .map(|e| e.path)
-                .collect()),
+        match store.metadata(scope) {
+            Ok(Some(m)) if m.kind == EntryKind::Dir => store
+                .walk(scope, None)
+                .map(|entries| {
+                    entries
+                        .into_iter()
+                        .filter(|e| e.kind == EntryKind::File)
+                        .map(|e| e.path)
+                        .collect()
+                })
+                .unwrap_or_default(),
+            Ok(Some(_)) => vec![scope.clone()],
+            _ => Vec::new(),
         }
     }
 }

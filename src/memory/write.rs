@@ -2,6 +2,7 @@
 //! under the store's cross-process lock, checks its precondition against the bytes on
 //! disk at that moment, and changes the disk only through the store's durable writes.
 
+use super::sync::Change;
 use super::{Current, Memdir};
 use crate::edit::{self, Edited};
 use crate::error::{Error, Result};
@@ -119,7 +120,14 @@ impl Memdir {
         } else {
             WriteMode::Replace
         };
-        store.write(&p, req.content.as_bytes(), mode)?;
+        let stamp = store.write(&p, req.content.as_bytes(), mode)?;
+        self.indexed(
+            &p,
+            Change::Written {
+                text: req.content,
+                stamp,
+            },
+        );
         Ok(WriteResult {
             path: p.canonical(),
             created: current.is_none(),
@@ -160,7 +168,14 @@ impl Memdir {
         let unchanged = new_sha == cur.sha256;
         if !unchanged {
             self.check_content(&p, &new_text)?;
-            store.write(&p, new_text.as_bytes(), WriteMode::Replace)?;
+            let stamp = store.write(&p, new_text.as_bytes(), WriteMode::Replace)?;
+            self.indexed(
+                &p,
+                Change::Written {
+                    text: &new_text,
+                    stamp,
+                },
+            );
         }
         Ok(EditResult {
             path: canonical,
@@ -192,19 +207,19 @@ impl Memdir {
         let kind = store.entry_kind(from)?.ok_or_else(|| Error::NotFound {
             path: from.canonical(),
         })?;
-        let (sha, size) = if kind == EntryKind::Dir {
+        let moved = if kind == EntryKind::Dir {
             if expected.is_some() {
                 return Err(Error::InvalidArgument(
                     "expected_sha256 applies to files, not folders".into(),
                 ));
             }
-            (String::new(), 0)
+            None
         } else {
             let cur = self.current(from)?.ok_or_else(|| Error::NotFound {
                 path: from.canonical(),
             })?;
             check_precondition(from, expected, Some(&cur))?;
-            (cur.sha256, cur.text.len() as u64)
+            Some(cur)
         };
         store.rename(from, &to).map_err(|e| match e {
             Error::AlreadyExists { .. } => Error::AlreadyExists {
@@ -212,6 +227,21 @@ impl Memdir {
             },
             other => other,
         })?;
+        self.indexed(from, Change::Removed);
+        match &moved {
+            // A rename keeps the inode and mtime: the stamp moves with the file.
+            Some(cur) => self.indexed(
+                &to,
+                Change::Written {
+                    text: &cur.text,
+                    stamp: cur.stamp,
+                },
+            ),
+            None => self.resync(&to),
+        }
+        let (sha, size) = moved
+            .map(|cur| (cur.sha256, cur.text.len() as u64))
+            .unwrap_or_default();
         Ok(EditResult {
             path: to.canonical(),
             content_sha256: sha,
@@ -254,6 +284,7 @@ impl Memdir {
                     }
                 }
                 store.remove_empty_dir(&p)?;
+                self.indexed(&p, Change::Removed);
                 deleted_files.sort();
             }
             _ => {
@@ -262,6 +293,7 @@ impl Memdir {
                     check_precondition(&p, expected.as_deref(), cur.as_ref())?;
                 }
                 store.remove_file(&p)?;
+                self.indexed(&p, Change::Removed);
                 deleted_files.push(p.canonical());
             }
         }

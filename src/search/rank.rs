@@ -28,8 +28,13 @@ impl DocMatch {
     /// Matches `query` against a whole document.
     pub fn of(query: &Query, text: &str) -> DocMatch {
         let mut positions: HashMap<String, Vec<u32>> = HashMap::new();
+        let mut tails: HashMap<String, u32> = HashMap::new();
         let mut len = 0u32;
-        tokenize(text, Mode::Document, |t, pos| {
+        tokenize(text, Mode::Document, |t, pos, tail| {
+            if tail {
+                *tails.entry(t.to_owned()).or_default() += 1;
+                return;
+            }
             len += 1;
             match positions.get_mut(t) {
                 Some(v) => v.push(pos),
@@ -42,21 +47,34 @@ impl DocMatch {
             tf: query
                 .clauses
                 .iter()
-                .map(|c| occurrences(c, &positions))
+                .map(|c| occurrences(c, &positions, &tails))
                 .collect(),
             len,
         }
     }
 }
 
-fn occurrences(clause: &Clause, positions: &HashMap<String, Vec<u32>>) -> u32 {
+fn occurrences(
+    clause: &Clause,
+    positions: &HashMap<String, Vec<u32>>,
+    tails: &HashMap<String, u32>,
+) -> u32 {
     match clause {
-        Clause::Term(t) => positions.get(t).map_or(0, |v| v.len() as u32),
-        Clause::Prefix(p) => positions
-            .iter()
-            .filter(|(k, _)| k.starts_with(p.as_str()))
-            .map(|(_, v)| v.len() as u32)
-            .sum(),
+        Clause::Term(t) => {
+            positions.get(t).map_or(0, |v| v.len() as u32) + tails.get(t).copied().unwrap_or(0)
+        }
+        Clause::Prefix(p) => {
+            positions
+                .iter()
+                .filter(|(k, _)| k.starts_with(p.as_str()))
+                .map(|(_, v)| v.len() as u32)
+                .sum::<u32>()
+                + tails
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(p.as_str()))
+                    .map(|(_, n)| n)
+                    .sum::<u32>()
+        }
         Clause::Phrase(words) => {
             let Some(first) = positions.get(&words[0]) else {
                 return 0;
@@ -147,6 +165,16 @@ mod tests {
         let zh = Query::parse("数据库");
         assert_eq!(DocMatch::of(&zh, "我们的数据库很快").tf, [1]);
         assert_eq!(DocMatch::of(&zh, "数据 库").tf, [0]);
+        assert_eq!(
+            DocMatch::of(&Query::parse("库"), "我们的数据库很快").tf,
+            [1],
+            "a tail-only character"
+        );
+        assert_eq!(
+            DocMatch::of(&Query::parse("\"数据库 rust\""), "数据库 rust").tf,
+            [1],
+            "phrase across a run end"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The one tokenizer, for documents and queries alike: Unicode words lowercased (Cyrillic
 //! `ё` folded to `е`), and runs of CJK characters (Han, Kana, Hangul) cut into overlapping
-//! bigrams so words written without spaces are found. A document run also ends with its
-//! last character alone, so a one-character query finds characters anywhere in a run.
+//! bigrams so words written without spaces are found. A document also gets the last
+//! character of each longer run alone, as a *tail* token that takes no position (so
+//! phrases stay adjacent), so a one-character query finds characters anywhere in a run.
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
@@ -12,7 +13,7 @@ pub struct Token {
     pub pos: u32,
 }
 
-/// Documents get a trailing unigram per CJK run; queries do not.
+/// Documents get a tail token per CJK run of two or more characters; queries do not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Document,
@@ -48,43 +49,44 @@ fn push_lower(out: &mut String, c: char) {
     }
 }
 
-/// Tokenizes `text`, calling `emit` for each token in order.
-pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32)) {
+/// Tokenizes `text`, calling `emit(token, position, is_tail)` for each token in order.
+/// Tail tokens carry the position of the bigram they end.
+pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32, bool)) {
     let mut pos = 0u32;
     let mut word = String::new();
     let mut run: Vec<char> = Vec::new();
     let mut buf = String::new();
-    let mut flush_run = |run: &mut Vec<char>, pos: &mut u32, emit: &mut dyn FnMut(&str, u32)| {
-        match run.len() {
-            0 => {}
-            1 => {
-                buf.clear();
-                push_lower(&mut buf, run[0]);
-                emit(&buf, *pos);
-                *pos += 1;
-            }
-            _ => {
-                for pair in run.windows(2) {
+    let mut flush_run =
+        |run: &mut Vec<char>, pos: &mut u32, emit: &mut dyn FnMut(&str, u32, bool)| {
+            match run.len() {
+                0 => {}
+                1 => {
                     buf.clear();
-                    push_lower(&mut buf, pair[0]);
-                    push_lower(&mut buf, pair[1]);
-                    emit(&buf, *pos);
+                    push_lower(&mut buf, run[0]);
+                    emit(&buf, *pos, false);
                     *pos += 1;
                 }
-                if mode == Mode::Document {
-                    buf.clear();
-                    push_lower(&mut buf, run[run.len() - 1]);
-                    emit(&buf, *pos);
-                    *pos += 1;
+                _ => {
+                    for pair in run.windows(2) {
+                        buf.clear();
+                        push_lower(&mut buf, pair[0]);
+                        push_lower(&mut buf, pair[1]);
+                        emit(&buf, *pos, false);
+                        *pos += 1;
+                    }
+                    if mode == Mode::Document {
+                        buf.clear();
+                        push_lower(&mut buf, run[run.len() - 1]);
+                        emit(&buf, *pos - 1, true);
+                    }
                 }
             }
-        }
-        run.clear();
-    };
+            run.clear();
+        };
     for c in text.chars() {
         if is_cjk(c) {
             if !word.is_empty() {
-                emit(&word, pos);
+                emit(&word, pos, false);
                 pos += 1;
                 word.clear();
             }
@@ -95,7 +97,7 @@ pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32)) {
         } else {
             flush_run(&mut run, &mut pos, &mut emit);
             if !word.is_empty() {
-                emit(&word, pos);
+                emit(&word, pos, false);
                 pos += 1;
                 word.clear();
             }
@@ -103,20 +105,37 @@ pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32)) {
     }
     flush_run(&mut run, &mut pos, &mut emit);
     if !word.is_empty() {
-        emit(&word, pos);
+        emit(&word, pos, false);
     }
 }
 
-/// The tokens of `text` as a vector.
+/// The positioned (non-tail) tokens of `text` as a vector.
 pub fn tokens(text: &str, mode: Mode) -> Vec<Token> {
     let mut out = Vec::new();
-    tokenize(text, mode, |t, pos| {
-        out.push(Token {
-            text: t.to_owned(),
-            pos,
-        })
+    tokenize(text, mode, |t, pos, tail| {
+        if !tail {
+            out.push(Token {
+                text: t.to_owned(),
+                pos,
+            })
+        }
     });
     out
+}
+
+/// A document as the index stores it: positioned tokens and tail tokens, each
+/// space-separated, and the number of positioned tokens.
+pub fn index_text(text: &str) -> (String, String, u32) {
+    let (mut body, mut tails, mut count) = (String::with_capacity(text.len()), String::new(), 0);
+    tokenize(text, Mode::Document, |t, _, tail| {
+        let out = if tail { &mut tails } else { &mut body };
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(t);
+        count += u32::from(!tail);
+    });
+    (body, tails, count)
 }
 
 #[cfg(test)]
@@ -124,7 +143,8 @@ mod tests {
     use super::*;
 
     fn check(text: &str, mode: Mode, expect: &[&str]) {
-        let got: Vec<String> = tokens(text, mode).into_iter().map(|t| t.text).collect();
+        let mut got = Vec::new();
+        tokenize(text, mode, |t, _, _| got.push(t.to_owned()));
         assert_eq!(got, expect, "{text:?}");
     }
 
@@ -153,8 +173,12 @@ mod tests {
     }
 
     #[test]
-    fn positions_are_consecutive() {
-        let t = tokens("a 数据 b", Mode::Document);
+    fn positions_are_consecutive_and_tails_take_none() {
+        let t = tokens("a 数据库 b", Mode::Document);
         assert_eq!(t.iter().map(|t| t.pos).collect::<Vec<_>>(), [0, 1, 2, 3]);
+        assert_eq!(
+            index_text("a 数据库 b"),
+            ("a 数据 据库 b".into(), "库".into(), 4)
+        );
     }
 }

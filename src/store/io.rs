@@ -15,7 +15,7 @@ use cap_fs_ext::OpenOptionsMaybeDirExt;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use rustix::fs::RenameFlags;
 
-use super::{EntryKind, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path};
+use super::{EntryKind, Stamp, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
@@ -28,6 +28,8 @@ pub const READ_LIMIT: u64 = 16 * 1024 * 1024;
 pub struct FileData {
     pub bytes: Vec<u8>,
     pub modified: SystemTime,
+    /// The stamp of the handle the bytes were read through.
+    pub stamp: Stamp,
 }
 
 /// Whether a write may replace an existing memory.
@@ -67,6 +69,7 @@ impl Store {
             .map_err(|e| map_io(path, e))?;
         Ok(FileData {
             bytes,
+            stamp: Stamp::of(&meta),
             modified: meta
                 .modified()
                 .map(|t| t.into_std())
@@ -74,9 +77,10 @@ impl Store {
         })
     }
 
-    /// Durably writes `bytes` at `path`, creating parent folders. The caller holds the
-    /// store lock. A symlink at the destination is replaced, never followed.
-    pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<()> {
+    /// Durably writes `bytes` at `path`, creating parent folders, and returns the stamp of
+    /// the new file. The caller holds the store lock. A symlink at the destination is
+    /// replaced, never followed.
+    pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<Stamp> {
         self.check_writable("writing")?;
         let name = target_name(path)?;
         let parent = self.ensure_parent(path)?;
@@ -120,7 +124,7 @@ impl Store {
         bytes: &[u8],
         mode: WriteMode,
         path: &MemPath,
-    ) -> Result<()> {
+    ) -> Result<Stamp> {
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
         let mut temp = temp_dir
@@ -129,6 +133,8 @@ impl Store {
         temp.write_all(bytes).map_err(|e| map_io(path, e))?;
         self.pause("after-temp-write");
         temp.sync_all().map_err(|e| map_io(path, e))?;
+        // Rename keeps inode and mtime: this is the stamp the file will have in place.
+        let stamp = Stamp::of(&temp.metadata().map_err(|e| map_io(path, e))?);
         drop(temp);
         self.pause("after-fsync");
         let renamed = match mode {
@@ -156,7 +162,7 @@ impl Store {
         renamed.map_err(|e| map_io(path, e.into()))?;
         self.pause("after-rename");
         rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
-        Ok(())
+        Ok(stamp)
     }
 
     /// Moves a file or folder to a free destination (never replaces), creating the
@@ -247,6 +253,14 @@ impl Store {
             Err(e) => return Err(e),
         };
         Ok(entry_at(&parent, target_name(path)?, path)?.map(|(k, _)| k))
+    }
+
+    /// A readable handle on folder `dir`, opened beneath the store.
+    pub(super) fn open_dir_handle(&self, dir: &MemPath) -> std::io::Result<Dir> {
+        let mut options = OpenOptions::new();
+        options.read(true).maybe_dir(true);
+        let file = self.dir.open_with(rel_path(dir), &options)?;
+        Ok(Dir::from_std_file(file.into_std()))
     }
 
     /// Opens folder `dir` for `*at` calls and fsync (readable, not `O_PATH`).

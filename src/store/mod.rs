@@ -4,11 +4,12 @@
 //! moment of the operation. Nothing else in the crate calls `std::fs` on store data.
 //!
 //! Layout: `io` reads and durably writes single files, `walk` lists folders, `lock`
-//! serialises mutations across processes. Layer 1 of the path policy is `crate::path`.
+//! serialises mutations across processes, `watch` notices changes made by others. Layer 1 of the path policy is `crate::path`.
 
 mod io;
 mod lock;
 mod walk;
+mod watch;
 
 use std::io::ErrorKind;
 use std::path::PathBuf;
@@ -22,7 +23,8 @@ use crate::path::MemPath;
 
 pub use io::{FileData, WriteMode};
 pub use lock::StoreLock;
-pub use walk::{EntryKind, WalkEntry};
+pub use walk::{EntryKind, WalkEntry, visible_name};
+pub use watch::{Changes, Watcher};
 
 /// Name of the reserved state folder inside every store.
 pub const STATE_DIR: &str = ".memdir";
@@ -49,8 +51,30 @@ pub struct Store {
     pub read_only: bool,
     pub description: Option<String>,
     dir: Dir,
+    /// The canonical host path of the store folder: only for keying caches, never shown.
+    host_key: String,
     /// Test hook: a write stage at which the process stops (see `io::pause`).
     pause_at: Option<String>,
+}
+
+/// What identifies a version of a file without reading it: size, modification time
+/// (nanoseconds since the epoch) and inode (an atomic replace changes it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub ino: u64,
+}
+
+impl Stamp {
+    fn of(meta: &cap_std::fs::Metadata) -> Stamp {
+        use cap_std::fs::MetadataExt;
+        Stamp {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ino: meta.ino(),
+        }
+    }
 }
 
 /// Metadata of one entry, as the store sees it (following in-store symlinks).
@@ -59,6 +83,7 @@ pub struct EntryMeta {
     pub kind: EntryKind,
     pub size: u64,
     pub modified: SystemTime,
+    pub stamp: Stamp,
 }
 
 impl Store {
@@ -73,7 +98,12 @@ impl Store {
         let dir = Dir::open_ambient_dir(&config.dir, ambient_authority()).map_err(|e| {
             anyhow::anyhow!("cannot open store folder {}: {e}", config.dir.display())
         })?;
+        let host_key = std::fs::canonicalize(&config.dir)
+            .unwrap_or_else(|_| config.dir.clone())
+            .to_string_lossy()
+            .into_owned();
         let store = Store {
+            host_key,
             name: config.name.clone(),
             read_only: config.read_only,
             description: config.description.clone(),
@@ -84,6 +114,12 @@ impl Store {
             store.recover();
         }
         Ok(store)
+    }
+
+    /// The canonical host path of the store, for keying caches outside the store (the
+    /// search index). Never put it in a result.
+    pub fn host_key(&self) -> &str {
+        &self.host_key
     }
 
     /// Removes temp files a crashed writer left behind, if no other process is mutating
@@ -106,6 +142,7 @@ impl Store {
                     .modified()
                     .map(|t| t.into_std())
                     .unwrap_or(SystemTime::UNIX_EPOCH),
+                stamp: Stamp::of(&m),
             })),
             Err(e) if is_missing(&e) => Ok(None),
             Err(e) => Err(map_io(path, e)),

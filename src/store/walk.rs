@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use cap_std::fs::FileType;
 
-use super::{EntryMeta, Store, map_io, rel_path};
+use super::{EntryMeta, Stamp, Store, map_io, rel_path};
 use crate::error::{Error, Result};
 use crate::path::{MemPath, check_segment};
 
@@ -51,6 +51,8 @@ pub struct WalkEntry {
     pub kind: EntryKind,
     pub size: u64,
     pub modified: SystemTime,
+    /// For files: size, mtime and inode (of the symlink's target for symlinked files).
+    pub stamp: Option<Stamp>,
     /// 1 for the children of the walked folder.
     pub depth: usize,
 }
@@ -118,27 +120,28 @@ impl Store {
                     continue;
                 };
                 let path = dir.child(&name);
-                let (kind, size, modified) = match EntryKind::of(&file_type) {
-                    EntryKind::Symlink if everything => {
-                        (EntryKind::Symlink, 0, SystemTime::UNIX_EPOCH)
-                    }
+                let epoch = SystemTime::UNIX_EPOCH;
+                let (kind, size, modified, stamp) = match EntryKind::of(&file_type) {
+                    EntryKind::Symlink if everything => (EntryKind::Symlink, 0, epoch, None),
                     EntryKind::Special(kind) if everything => {
-                        (EntryKind::Special(kind), 0, SystemTime::UNIX_EPOCH)
+                        (EntryKind::Special(kind), 0, epoch, None)
                     }
-                    EntryKind::Symlink => match self.metadata(&path) {
-                        Ok(Some(m)) if m.kind == EntryKind::File => {
-                            (EntryKind::File, m.size, m.modified)
-                        }
+                    EntryKind::Symlink => match self.dir.metadata(rel_path(&path)) {
+                        Ok(m) if m.is_file() => (
+                            EntryKind::File,
+                            m.len(),
+                            modified_of(&m),
+                            Some(Stamp::of(&m)),
+                        ),
                         _ => continue,
                     },
-                    EntryKind::Dir => (EntryKind::Dir, 0, SystemTime::UNIX_EPOCH),
+                    EntryKind::Dir => (EntryKind::Dir, 0, epoch, None),
                     EntryKind::File => match entry.metadata() {
                         Ok(m) => (
                             EntryKind::File,
                             m.len(),
-                            m.modified()
-                                .map(|t| t.into_std())
-                                .unwrap_or(SystemTime::UNIX_EPOCH),
+                            modified_of(&m),
+                            Some(Stamp::of(&m)),
                         ),
                         Err(_) => continue,
                     },
@@ -152,10 +155,17 @@ impl Store {
                     kind,
                     size,
                     modified,
+                    stamp,
                     depth: depth + 1,
                 });
             }
         }
         Ok(out)
     }
+}
+
+fn modified_of(m: &cap_std::fs::Metadata) -> SystemTime {
+    m.modified()
+        .map(|t| t.into_std())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
 }

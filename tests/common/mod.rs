@@ -77,7 +77,11 @@ impl Server {
     /// Starts `memdir ARGS` with extra environment variables.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
         let cmd = Command::new(BIN).configure(|c| {
-            c.args(args).env("RUST_LOG", "memdir=warn");
+            // Search indexes go to the build's temp folder, never the user's cache.
+            c.args(args).env("RUST_LOG", "memdir=warn").env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+            );
             for (k, v) in env {
                 c.env(k, v);
             }

@@ -1,0 +1,347 @@
+//! The search index: a disposable SQLite FTS5 cache of every store file's tokens, shared
+//! by all processes serving the store. It is fed `(path, text)` by the memory layer and
+//! never reads memory files itself; the only files it touches are its own database.
+//!
+//! Tokens come from `crate::search::tokenize` (the one tokenizer), stored space-separated
+//! in a contentless FTS5 table whose `ascii` tokenizer only splits on spaces, so FTS5
+//! positions are our positions and phrase queries stay exact. Several processes write
+//! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::frontmatter::Frontmatter;
+use crate::search::Clause;
+use crate::search::tokenize::index_text;
+pub use crate::store::Stamp;
+
+/// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
+pub const FORMAT: &str = "memdir-index-1;tokenizer-2";
+
+/// One indexed file.
+#[derive(Debug)]
+pub struct IndexedDoc<'a> {
+    pub rel: &'a str,
+    pub stamp: Stamp,
+    pub text: &'a str,
+    pub frontmatter: Option<&'a Frontmatter>,
+}
+
+/// Which documents a query may return.
+#[derive(Debug, Default)]
+pub struct Scope<'a> {
+    /// Relative path of a file, or of a folder (ending in `/`); `None` = the whole store.
+    pub prefix: Option<&'a str>,
+    pub kind: Option<&'a str>,
+    pub tag: Option<&'a str>,
+}
+
+/// A ranked hit: relative path, BM25 score (higher is better) and the indexed stamp.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    pub rel: String,
+    pub score: f64,
+    pub stamp: Stamp,
+}
+
+/// How clauses combine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    All,
+    Any,
+}
+
+/// An open index database.
+#[derive(Debug)]
+pub struct Index {
+    conn: Connection,
+    pub path: PathBuf,
+}
+
+/// An index error: the caller falls back to scanning.
+pub type IndexResult<T> = Result<T, rusqlite::Error>;
+
+impl Index {
+    /// Opens (or creates, or rebuilds on a format change) the index at `db`.
+    pub fn open(db: &Path) -> IndexResult<Index> {
+        if let Some(dir) = db.parent() {
+            // The cache folder is ours; failure surfaces as the open error below.
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let conn = Connection::open(db)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let index = Index {
+            conn,
+            path: db.to_owned(),
+        };
+        index.migrate()?;
+        Ok(index)
+    }
+
+    fn migrate(&self) -> IndexResult<()> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let result = (|| {
+            self.conn.execute(
+                "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+                [],
+            )?;
+            let format: Option<String> = self
+                .conn
+                .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+                    r.get(0)
+                })
+                .optional()?;
+            if format.as_deref() != Some(FORMAT) {
+                self.conn.execute_batch(
+                    "DROP TABLE IF EXISTS docs;
+                     DROP TABLE IF EXISTS fts;
+                     CREATE TABLE docs(
+                        id INTEGER PRIMARY KEY,
+                        path TEXT NOT NULL UNIQUE,
+                        size INTEGER NOT NULL,
+                        mtime_ns INTEGER NOT NULL,
+                        ino INTEGER NOT NULL,
+                        description TEXT,
+                        kind TEXT,
+                        tags TEXT);
+                     CREATE VIRTUAL TABLE fts USING fts5(
+                        body, tail, content='', contentless_delete=1,
+                        tokenize=\"ascii tokenchars '_'\", detail=full);",
+                )?;
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('format', ?1)",
+                    [FORMAT],
+                )?;
+            }
+            Ok(())
+        })();
+        self.finish(result)
+    }
+
+    fn finish<T>(&self, result: IndexResult<T>) -> IndexResult<T> {
+        match result {
+            Ok(v) => {
+                self.conn.execute_batch("COMMIT")?;
+                Ok(v)
+            }
+            Err(e) => {
+                let _ = self.conn.execute_batch("ROLLBACK");
+                Err(e)
+            }
+        }
+    }
+
+    /// Runs `f` in one write transaction (serialised with every other process).
+    pub fn write<T>(&self, f: impl FnOnce(&Writer) -> IndexResult<T>) -> IndexResult<T> {
+        self.conn.execute_batch("BEGIN IMMEDIATE")?;
+        let result = f(&Writer { conn: &self.conn });
+        self.finish(result)
+    }
+
+    /// Every indexed path with its stamp.
+    pub fn stamps(&self) -> IndexResult<Vec<(String, Stamp)>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT path, size, mtime_ns, ino FROM docs")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                Stamp {
+                    size: r.get::<_, i64>(1)? as u64,
+                    mtime_ns: r.get(2)?,
+                    ino: r.get::<_, i64>(3)? as u64,
+                },
+            ))
+        })?;
+        rows.collect()
+    }
+
+    /// The indexed stamp of one path.
+    pub fn stamp(&self, rel: &str) -> IndexResult<Option<Stamp>> {
+        self.conn
+            .prepare_cached("SELECT size, mtime_ns, ino FROM docs WHERE path = ?1")?
+            .query_row([rel], |r| {
+                Ok(Stamp {
+                    size: r.get::<_, i64>(0)? as u64,
+                    mtime_ns: r.get(1)?,
+                    ino: r.get::<_, i64>(2)? as u64,
+                })
+            })
+            .optional()
+    }
+
+    /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
+    /// by descending score.
+    pub fn query(
+        &self,
+        clauses: &[Clause],
+        combine: Combine,
+        scope: &Scope,
+        offset: usize,
+        limit: usize,
+    ) -> IndexResult<(usize, Vec<Ranked>)> {
+        let Some(expr) = match_expression(clauses, combine) else {
+            return Ok((0, Vec::new()));
+        };
+        let (filter, args) = scope_filter(scope);
+        let count_sql = format!(
+            "SELECT count(*) FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?1{filter}"
+        );
+        let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
+        all_args.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+        let total: i64 = self
+            .conn
+            .prepare_cached(&count_sql)?
+            .query_row(all_args.as_slice(), |r| r.get(0))?;
+        if total == 0 || offset >= total as usize {
+            return Ok((total as usize, Vec::new()));
+        }
+        // Body matches weigh fully; tail tokens (lone CJK characters) a little.
+        let page_sql = format!(
+            "SELECT docs.path, -bm25(fts, 1.0, 0.2), docs.size, docs.mtime_ns, docs.ino
+             FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?1{filter}
+             ORDER BY bm25(fts, 1.0, 0.2), docs.path LIMIT {limit} OFFSET {offset}"
+        );
+        let mut stmt = self.conn.prepare_cached(&page_sql)?;
+        let rows = stmt.query_map(all_args.as_slice(), |r| {
+            Ok(Ranked {
+                rel: r.get(0)?,
+                score: r.get(1)?,
+                stamp: Stamp {
+                    size: r.get::<_, i64>(2)? as u64,
+                    mtime_ns: r.get(3)?,
+                    ino: r.get::<_, i64>(4)? as u64,
+                },
+            })
+        })?;
+        Ok((total as usize, rows.collect::<IndexResult<Vec<_>>>()?))
+    }
+}
+
+/// Changes inside one write transaction.
+pub struct Writer<'c> {
+    conn: &'c Connection,
+}
+
+impl Writer<'_> {
+    /// Adds or replaces a document.
+    pub fn upsert(&self, doc: &IndexedDoc) -> IndexResult<()> {
+        self.remove(doc.rel)?;
+        let (body, tail, _) = index_text(doc.text);
+        let fm = doc.frontmatter;
+        let tags = fm
+            .filter(|f| !f.tags.is_empty())
+            .map(|f| format!("\u{1f}{}\u{1f}", f.tags.join("\u{1f}")));
+        self.conn
+            .prepare_cached(
+                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?
+            .execute(params![
+                doc.rel,
+                doc.stamp.size as i64,
+                doc.stamp.mtime_ns,
+                doc.stamp.ino as i64,
+                fm.and_then(|f| f.description.as_deref()),
+                fm.and_then(|f| f.kind.as_deref()),
+                tags,
+            ])?;
+        let id = self.conn.last_insert_rowid();
+        self.conn
+            .prepare_cached("INSERT INTO fts(rowid, body, tail) VALUES (?1, ?2, ?3)")?
+            .execute(params![id, body, tail])?;
+        Ok(())
+    }
+
+    /// Removes a document, if indexed.
+    pub fn remove(&self, rel: &str) -> IndexResult<()> {
+        let id: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT id FROM docs WHERE path = ?1")?
+            .query_row([rel], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = id {
+            self.conn
+                .prepare_cached("DELETE FROM fts WHERE rowid = ?1")?
+                .execute([id])?;
+            self.conn
+                .prepare_cached("DELETE FROM docs WHERE id = ?1")?
+                .execute([id])?;
+        }
+        Ok(())
+    }
+
+    /// Removes every document at or below folder `rel` (no trailing slash).
+    pub fn remove_tree(&self, rel: &str) -> IndexResult<()> {
+        let (lo, hi) = (format!("{rel}/"), format!("{rel}0"));
+        let ids: Vec<(i64, String)> = self
+            .conn
+            .prepare_cached("SELECT id, path FROM docs WHERE path >= ?1 AND path < ?2")?
+            .query_map([&lo, &hi], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<IndexResult<_>>()?;
+        for (_, path) in ids {
+            self.remove(&path)?;
+        }
+        self.remove(rel)
+    }
+}
+
+/// The FTS5 expression for the clauses: every token quoted, so no input is syntax.
+fn match_expression(clauses: &[Clause], combine: Combine) -> Option<String> {
+    let parts: Vec<String> = clauses
+        .iter()
+        .map(|c| match c {
+            Clause::Term(t) => format!("{{body tail}} : {}", quote(t)),
+            Clause::Prefix(p) => format!("{{body tail}} : {} *", quote(p)),
+            Clause::Phrase(words) => format!("body : {}", quote(&words.join(" "))),
+        })
+        .map(|p| format!("({p})"))
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    Some(parts.join(match combine {
+        Combine::All => " AND ",
+        Combine::Any => " OR ",
+    }))
+}
+
+fn quote(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// SQL conditions (appended after the MATCH) and their arguments, bound from `?2` on.
+fn scope_filter(scope: &Scope) -> (String, Vec<String>) {
+    let mut sql = String::new();
+    let mut args: Vec<String> = Vec::new();
+    let mut bind = |value: String| {
+        args.push(value);
+        format!("?{}", args.len() + 1)
+    };
+    if let Some(prefix) = scope.prefix {
+        match prefix.strip_suffix('/') {
+            Some(dir) => {
+                let lo = bind(format!("{dir}/"));
+                let hi = bind(format!("{dir}0"));
+                sql.push_str(&format!(" AND docs.path >= {lo} AND docs.path < {hi}"));
+            }
+            None => {
+                let p = bind(prefix.to_owned());
+                sql.push_str(&format!(" AND docs.path = {p}"));
+            }
+        }
+    }
+    if let Some(kind) = scope.kind {
+        let k = bind(kind.to_owned());
+        sql.push_str(&format!(" AND docs.kind = {k}"));
+    }
+    if let Some(tag) = scope.tag {
+        let t = bind(format!("\u{1f}{tag}\u{1f}"));
+        sql.push_str(&format!(" AND instr(docs.tags, {t}) > 0"));
+    }
+    (sql, args)
+}

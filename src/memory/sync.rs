@@ -1,0 +1,310 @@
+//! Keeping each store's search index in step with its files. The files are the truth and
+//! the index a cache shared by every process serving the store:
+//! - on first use a process reconciles the index with a stat walk (size, mtime, inode)
+//!   and starts watching the store;
+//! - before every search it drains its watcher and re-syncs what changed (an editor, `git
+//!   pull`, another memdir process), so a search sees every change completed before it;
+//! - its own mutations update the index under the store lock (read-your-writes);
+//! - a search re-checks the files of the hits it shows (see `search`).
+//! An index that cannot be opened leaves search to the scan.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use super::Memdir;
+use crate::error::Error;
+use crate::index::{Index, IndexResult, IndexedDoc, Stamp};
+use crate::path::MemPath;
+use crate::store::{EntryKind, Store, Watcher};
+use crate::text;
+
+/// Where search indexes live.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IndexLocation {
+    /// No index: every search scans the files.
+    Off,
+    /// The user's cache folder (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`).
+    UserCache,
+    /// Under this folder.
+    Dir(PathBuf),
+}
+
+/// Reports progress of a long (re)index: `(files done, files to do)`.
+pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
+
+/// Files indexed per write transaction during a reconcile.
+const BATCH: usize = 256;
+
+/// One store's index in this process.
+#[derive(Debug, Default)]
+pub(crate) enum Slot {
+    #[default]
+    Closed,
+    Open(Synced),
+    /// Could not be opened: search scans.
+    Unavailable,
+}
+
+#[derive(Debug)]
+pub(crate) struct Synced {
+    pub index: Index,
+    watcher: Option<Watcher>,
+    reconciled: bool,
+}
+
+pub(crate) fn slots(count: usize) -> Vec<Mutex<Slot>> {
+    (0..count).map(|_| Mutex::new(Slot::Closed)).collect()
+}
+
+impl Memdir {
+    /// The database file of store `i`'s index, if indexing is on.
+    pub fn index_path(&self, i: usize) -> Option<PathBuf> {
+        let store = &self.stores()[i];
+        let base = match &self.settings.index {
+            IndexLocation::Off => return None,
+            IndexLocation::Dir(dir) => dir.clone(),
+            IndexLocation::UserCache => user_cache_dir().unwrap_or_else(|| {
+                PathBuf::from(store.host_key())
+                    .join(".memdir")
+                    .join("cache")
+            }),
+        };
+        let key = &text::sha256_hex(store.host_key().as_bytes())[..16];
+        Some(
+            base.join(format!("{}-{key}", store.name))
+                .join("index.sqlite3"),
+        )
+    }
+
+    /// Runs `f` on store `i`'s index, brought up to date first (reporting progress if that
+    /// takes a reconcile). `None` when the store has no usable index.
+    pub(crate) fn with_index<T>(
+        &self,
+        i: usize,
+        progress: Progress,
+        f: impl FnOnce(&Synced) -> T,
+    ) -> Option<T> {
+        let mut slot = self.indexes[i].lock().unwrap_or_else(|e| e.into_inner());
+        // The index is a cache: if someone deleted it, build a new one.
+        if let Slot::Open(synced) = &*slot
+            && !synced.index.path.exists()
+        {
+            tracing::info!(store = %self.stores()[i].name, "the search index was deleted; rebuilding it");
+            *slot = Slot::Closed;
+        }
+        if matches!(*slot, Slot::Closed) {
+            *slot = match self.index_path(i).map(|p| Index::open(&p)) {
+                Some(Ok(index)) => Slot::Open(Synced {
+                    index,
+                    watcher: None,
+                    reconciled: false,
+                }),
+                Some(Err(e)) => {
+                    tracing::warn!(store = %self.stores()[i].name, error = %e, "search index unavailable; searching by scan");
+                    Slot::Unavailable
+                }
+                None => Slot::Unavailable,
+            };
+        }
+        let Slot::Open(synced) = &mut *slot else {
+            return None;
+        };
+        let store = &self.stores()[i];
+        let root = MemPath::root(i, &store.name);
+        let result = if !synced.reconciled {
+            // Watch first, so changes made during the walk are queued, not lost.
+            synced.watcher = Watcher::new().ok().map(|mut w| {
+                store.watch_tree(&mut w, &root);
+                w
+            });
+            let done = reconcile(store, &synced.index, &root, progress);
+            synced.reconciled = done.is_ok();
+            done
+        } else {
+            match synced.watcher.as_mut() {
+                Some(watcher) => {
+                    let changes = watcher.drain(store);
+                    if changes.overflow {
+                        reconcile(store, &synced.index, &root, progress)
+                    } else {
+                        changes
+                            .paths
+                            .iter()
+                            .try_for_each(|p| sync_path(store, &synced.index, p, progress))
+                    }
+                }
+                // No change notification on this system: a stat walk per search.
+                None => reconcile(store, &synced.index, &root, progress),
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(store = %store.name, error = %e, "search index update failed; searching by scan");
+            *slot = Slot::Unavailable;
+            return None;
+        }
+        Some(f(synced))
+    }
+
+    /// Re-syncs one path of store `i` with its index (a hit found stale by a search).
+    pub(crate) fn resync(&self, p: &MemPath) {
+        let mut slot = self.indexes[p.store]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Slot::Open(synced) = &mut *slot
+            && let Err(e) = sync_path(self.store(p), &synced.index, p, &|_, _| {})
+        {
+            tracing::warn!(error = %e, "search index update failed");
+        }
+    }
+
+    /// Brings every store's index up to date (at start-up, in the background).
+    pub fn warm_indexes(&self) {
+        for i in 0..self.stores().len() {
+            self.with_index(i, &|_, _| {}, |_| ());
+        }
+    }
+
+    /// Tells the index what a mutation just did, if this process keeps the store's index
+    /// current. Called under the store lock. If the index is busy (a reconcile or a search
+    /// holds it), the update is skipped: the watcher has queued the change, and the next
+    /// search applies it.
+    pub(crate) fn indexed(&self, p: &MemPath, change: Change) {
+        let slot = match self.indexes[p.store].try_lock() {
+            Ok(slot) => slot,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let Slot::Open(synced) = &*slot else { return };
+        if !synced.reconciled {
+            return;
+        }
+        let rel = p.rel();
+        let result = synced.index.write(|w| match &change {
+            Change::Written { text, stamp } => {
+                let fm = Memdir::frontmatter(text);
+                w.upsert(&IndexedDoc {
+                    rel: &rel,
+                    stamp: *stamp,
+                    text,
+                    frontmatter: fm.as_ref(),
+                })
+            }
+            Change::Removed => w.remove_tree(&rel),
+        });
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "search index update failed; the next search re-syncs");
+        }
+    }
+}
+
+/// A mutation, as the index needs to know it.
+pub(crate) enum Change<'a> {
+    Written {
+        text: &'a str,
+        stamp: Stamp,
+    },
+    /// A file or a folder (with everything below it) is gone.
+    Removed,
+}
+
+fn user_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("memdir"))
+}
+
+/// Makes the index agree with the files at or below folder `scope`.
+fn reconcile(store: &Store, index: &Index, scope: &MemPath, progress: Progress) -> IndexResult<()> {
+    let files: HashMap<String, Stamp> = match store.walk(scope, None) {
+        Ok(entries) => entries
+            .into_iter()
+            .filter_map(|e| Some((e.path.rel(), e.stamp?)))
+            .collect(),
+        Err(_) => HashMap::new(),
+    };
+    let base = scope.rel();
+    let inside = |rel: &str| base.is_empty() || rel.starts_with(&format!("{base}/"));
+    let indexed: HashMap<String, Stamp> = index
+        .stamps()?
+        .into_iter()
+        .filter(|(rel, _)| inside(rel))
+        .collect();
+    let mut stale: Vec<&String> = files
+        .iter()
+        .filter(|(rel, stamp)| indexed.get(*rel) != Some(stamp))
+        .map(|(rel, _)| rel)
+        .collect();
+    stale.sort();
+    let gone: Vec<&String> = indexed
+        .keys()
+        .filter(|rel| !files.contains_key(*rel))
+        .collect();
+    let total = stale.len() as u64;
+    if !gone.is_empty() {
+        index.write(|w| gone.iter().try_for_each(|rel| w.remove(rel)))?;
+    }
+    for (n, chunk) in stale.chunks(BATCH).enumerate() {
+        index.write(|w| {
+            for rel in chunk {
+                let p = scope.with_rel(rel);
+                match read_text(store, &p) {
+                    Some((text, stamp)) => {
+                        let fm = Memdir::frontmatter(&text);
+                        w.upsert(&IndexedDoc {
+                            rel,
+                            stamp,
+                            text: &text,
+                            frontmatter: fm.as_ref(),
+                        })?
+                    }
+                    None => w.remove(rel)?,
+                }
+            }
+            Ok(())
+        })?;
+        progress(((n * BATCH + chunk.len()) as u64).min(total), total);
+    }
+    Ok(())
+}
+
+/// Makes the index agree with the file system at one path (file, folder or nothing).
+fn sync_path(store: &Store, index: &Index, p: &MemPath, progress: Progress) -> IndexResult<()> {
+    match store.metadata(p) {
+        Ok(Some(m)) if m.kind == EntryKind::Dir => reconcile(store, index, p, progress),
+        Ok(Some(m)) if m.kind == EntryKind::File => {
+            let rel = p.rel();
+            if index.stamp(&rel)? == Some(m.stamp) {
+                return Ok(());
+            }
+            match read_text(store, p) {
+                Some((text, stamp)) => index.write(|w| {
+                    let fm = Memdir::frontmatter(&text);
+                    w.upsert(&IndexedDoc {
+                        rel: &rel,
+                        stamp,
+                        text: &text,
+                        frontmatter: fm.as_ref(),
+                    })
+                }),
+                None => index.write(|w| w.remove(&rel)),
+            }
+        }
+        _ => index.write(|w| w.remove_tree(&p.rel())),
+    }
+}
+
+/// A file's text and the stamp of the handle it was read through; `None` if it cannot be
+/// indexed (gone, not UTF-8, refused).
+fn read_text(store: &Store, p: &MemPath) -> Option<(String, Stamp)> {
+    match store.read(p) {
+        Ok(data) => String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp)),
+        Err(Error::NotFound { .. }) => None,
+        Err(e) => {
+            tracing::debug!(path = %p.canonical(), error = %e, "not indexed");
+            None
+        }
+    }
+}

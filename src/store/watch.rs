@@ -1,0 +1,133 @@
+//! Noticing changes made outside this process (an editor, `git pull`, `rm`, another memdir
+//! process) with inotify, so the search index can follow the files. Watches are added
+//! through `/proc/self/fd/N` of folders opened beneath the store handle, so watching is as
+//! confined as everything else. Events are read without blocking, at the moment a search
+//! asks: every change completed before the search began is already queued by then.
+
+use std::collections::{HashMap, HashSet};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+
+use super::Store;
+use super::walk::{EntryKind, visible_name};
+use crate::path::MemPath;
+
+/// What changed since the last drain.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Paths (files or folders) created, changed, moved or removed.
+    pub paths: Vec<MemPath>,
+    /// The kernel dropped events (or a watch could not be added): trust nothing, rescan.
+    pub overflow: bool,
+}
+
+/// An inotify instance with one watch per visible folder of a store.
+#[derive(Debug)]
+pub struct Watcher {
+    fd: OwnedFd,
+    dirs: HashMap<i32, MemPath>,
+    /// A watch could not be added (e.g. the per-user watch limit): changes may be missed.
+    degraded: bool,
+}
+
+const MASK: WatchFlags = WatchFlags::CLOSE_WRITE
+    .union(WatchFlags::MOVED_TO)
+    .union(WatchFlags::MOVED_FROM)
+    .union(WatchFlags::CREATE)
+    .union(WatchFlags::DELETE)
+    .union(WatchFlags::DELETE_SELF)
+    .union(WatchFlags::MODIFY)
+    .union(WatchFlags::ONLYDIR);
+
+impl Watcher {
+    pub fn new() -> std::io::Result<Watcher> {
+        Ok(Watcher {
+            fd: inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?,
+            dirs: HashMap::new(),
+            degraded: false,
+        })
+    }
+
+    /// Reads every queued event without blocking.
+    pub fn drain(&mut self, store: &Store) -> Changes {
+        let mut changes = Changes {
+            overflow: std::mem::take(&mut self.degraded),
+            ..Changes::default()
+        };
+        let mut seen = HashSet::new();
+        let mut new_dirs = Vec::new();
+        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        loop {
+            let event = match reader.next() {
+                Ok(event) => event,
+                Err(rustix::io::Errno::AGAIN) => break,
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading file change events failed; rescanning");
+                    changes.overflow = true;
+                    break;
+                }
+            };
+            let flags = event.events();
+            if flags.contains(ReadFlags::QUEUE_OVERFLOW) {
+                changes.overflow = true;
+                continue;
+            }
+            if flags.contains(ReadFlags::IGNORED) {
+                self.dirs.remove(&event.wd());
+                continue;
+            }
+            let Some(dir) = self.dirs.get(&event.wd()) else {
+                continue;
+            };
+            let path = match event.file_name().map(|n| n.to_str()) {
+                Some(Ok(name)) if visible_name(name) => dir.child(name),
+                Some(_) => continue,
+                None => dir.clone(),
+            };
+            if flags.contains(ReadFlags::ISDIR)
+                && flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO)
+            {
+                new_dirs.push(path.clone());
+            }
+            if seen.insert(path.clone()) {
+                changes.paths.push(path);
+            }
+        }
+        for dir in new_dirs {
+            store.watch_tree(self, &dir);
+        }
+        changes.overflow |= std::mem::take(&mut self.degraded);
+        changes
+    }
+}
+
+impl Store {
+    /// Watches folder `dir` and every visible folder below it.
+    pub fn watch_tree(&self, watcher: &mut Watcher, dir: &MemPath) {
+        self.watch_dir(watcher, dir);
+        if let Ok(entries) = self.walk(dir, None) {
+            for e in entries.iter().filter(|e| e.kind == EntryKind::Dir) {
+                self.watch_dir(watcher, &e.path);
+            }
+        }
+    }
+
+    fn watch_dir(&self, watcher: &mut Watcher, dir: &MemPath) {
+        let added = self.open_dir_handle(dir).and_then(|handle| {
+            let proc_path = format!("/proc/self/fd/{}", handle.as_raw_fd());
+            inotify::add_watch(&watcher.fd, proc_path, MASK).map_err(std::io::Error::from)
+        });
+        match added {
+            Ok(wd) => {
+                watcher.dirs.insert(wd, dir.clone());
+            }
+            Err(e) => {
+                tracing::debug!(path = %dir.canonical(), error = %e, "cannot watch a folder");
+                watcher.degraded = true;
+            }
+        }
+    }
+}
