@@ -6,6 +6,7 @@
 //!   pull`, another memdir process), so a search sees every change completed before it;
 //! - its own mutations update the index under the store lock (read-your-writes);
 //! - a search re-checks the files of the hits it shows (see `search`).
+//!
 //! An index that cannot be opened leaves search to the scan.
 
 use std::collections::HashMap;
