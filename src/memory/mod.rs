@@ -55,7 +55,7 @@ pub struct Memdir {
     names: Vec<String>,
     pub settings: Settings,
     /// Each store's search index in this process.
-    indexes: Vec<std::sync::Mutex<sync::Slot>>,
+    indexes: Vec<sync::IndexSlot>,
 }
 
 /// `memory_read`'s result.

@@ -217,7 +217,7 @@ impl Memdir {
             }
             let hit = SearchHit {
                 path: c.path.canonical(),
-                score: (c.score * 1000.0).round() / 1000.0,
+                score: c.score,
                 line,
                 snippet,
                 description: Self::frontmatter(&cur.text).and_then(|f| f.description),

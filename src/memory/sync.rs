@@ -11,7 +11,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::time::Duration;
 
 use super::Memdir;
 use crate::error::Error;
@@ -54,8 +56,50 @@ pub(crate) struct Synced {
     reconciled: bool,
 }
 
-pub(crate) fn slots(count: usize) -> Vec<Mutex<Slot>> {
-    (0..count).map(|_| Mutex::new(Slot::Closed)).collect()
+/// One store's index slot, and the progress of a reconcile running in it, published so a
+/// search waiting for the slot can report it.
+#[derive(Debug, Default)]
+pub(crate) struct IndexSlot {
+    slot: Mutex<Slot>,
+    done: AtomicU64,
+    total: AtomicU64,
+}
+
+pub(crate) fn slots(count: usize) -> Vec<IndexSlot> {
+    (0..count).map(|_| IndexSlot::default()).collect()
+}
+
+impl IndexSlot {
+    /// Takes the slot; while another thread holds it (a reconcile), relays its progress.
+    fn lock(&self, progress: Progress) -> MutexGuard<'_, Slot> {
+        let mut last = (u64::MAX, u64::MAX);
+        loop {
+            match self.slot.try_lock() {
+                Ok(guard) => return guard,
+                Err(TryLockError::Poisoned(e)) => return e.into_inner(),
+                Err(TryLockError::WouldBlock) => {
+                    let now = (
+                        self.done.load(Ordering::Relaxed),
+                        self.total.load(Ordering::Relaxed),
+                    );
+                    if now != last && now.1 > 0 {
+                        progress(now.0, now.1);
+                        last = now;
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+        }
+    }
+
+    /// A progress callback that also publishes to waiters.
+    fn publishing<'a>(&'a self, progress: Progress<'a>) -> impl Fn(u64, u64) + Sync + 'a {
+        move |done, total| {
+            self.done.store(done, Ordering::Relaxed);
+            self.total.store(total, Ordering::Relaxed);
+            progress(done, total);
+        }
+    }
 }
 
 impl Memdir {
@@ -86,7 +130,10 @@ impl Memdir {
         progress: Progress,
         f: impl FnOnce(&Synced) -> T,
     ) -> Option<T> {
-        let mut slot = self.indexes[i].lock().unwrap_or_else(|e| e.into_inner());
+        let shared = &self.indexes[i];
+        let mut slot = shared.lock(progress);
+        let publishing = shared.publishing(progress);
+        let progress: Progress = &publishing;
         // The index is a cache: if someone deleted it, build a new one.
         if let Slot::Open(synced) = &*slot
             && !synced.index.path.exists()
@@ -149,9 +196,7 @@ impl Memdir {
 
     /// Re-syncs one path of store `i` with its index (a hit found stale by a search).
     pub(crate) fn resync(&self, p: &MemPath) {
-        let mut slot = self.indexes[p.store]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut slot = self.indexes[p.store].lock(&|_, _| {});
         if let Slot::Open(synced) = &mut *slot
             && let Err(e) = sync_path(self.store(p), &synced.index, p, &|_, _| {})
         {
@@ -171,10 +216,10 @@ impl Memdir {
     /// holds it), the update is skipped: the watcher has queued the change, and the next
     /// search applies it.
     pub(crate) fn indexed(&self, p: &MemPath, change: Change) {
-        let slot = match self.indexes[p.store].try_lock() {
+        let slot = match self.indexes[p.store].slot.try_lock() {
             Ok(slot) => slot,
-            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(std::sync::TryLockError::WouldBlock) => return,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return,
         };
         let Slot::Open(synced) = &*slot else { return };
         if !synced.reconciled {

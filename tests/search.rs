@@ -1,0 +1,443 @@
+//! Search through the real binary: ranking, multilingual recall against a substring scan,
+//! staying true to files changed outside the server and by other processes, the index as a
+//! disposable cache, hostile queries, and progress while indexing.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use common::{Sandbox, Server};
+use rmcp::ServiceExt;
+use rmcp::model::{
+    CallToolRequestParams, NumberOrString, ProgressNotificationParam, ProgressToken,
+    RequestMetaObject,
+};
+use rmcp::service::NotificationContext;
+use rmcp::{ClientHandler, RoleClient};
+use serde_json::{Value, json};
+
+/// `memdir --root STORE --index-dir INDEX` for a sandbox.
+async fn serve(sb: &Sandbox) -> Server {
+    let index = index_dir(sb);
+    Server::start(
+        &[
+            "--root",
+            sb.store().to_str().unwrap(),
+            "--index-dir",
+            index.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await
+}
+
+fn index_dir(sb: &Sandbox) -> std::path::PathBuf {
+    sb.tmp.path().join("index")
+}
+
+async fn hit_paths(s: &Server, query: &str) -> BTreeSet<String> {
+    let r = s
+        .ok("memory_search", json!({"query": query, "limit": 100}))
+        .await;
+    assert_eq!(r["relaxed"], false, "{query}: {r}");
+    r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Files under the store whose lowercased text contains `needle` lowercased.
+fn substring_scan(store: &Path, needle: &str) -> BTreeSet<String> {
+    let needle = needle.to_lowercase();
+    walkdir::WalkDir::new(store)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_type().is_file() && !e.path().components().any(|c| c.as_os_str() == ".memdir")
+        })
+        .filter(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap()
+                .to_lowercase()
+                .contains(&needle)
+        })
+        .map(|e| {
+            format!(
+                "/memories/{}",
+                e.path().strip_prefix(store).unwrap().to_string_lossy()
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn dense_documents_rank_above_single_mentions() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("once.md"), "A long note that mentions compaction once among many other words about unrelated topics, lists and plans.\n").unwrap();
+    std::fs::write(
+        sb.store().join("dense.md"),
+        "compaction\ncompaction strategy\nwhen compaction runs\n",
+    )
+    .unwrap();
+    std::fs::write(sb.store().join("none.md"), "nothing relevant\n").unwrap();
+    let s = serve(&sb).await;
+    let r = s.ok("memory_search", json!({"query": "compaction"})).await;
+    assert_eq!(r["total_hits"], 2);
+    assert_eq!(r["hits"][0]["path"], "/memories/dense.md");
+    assert!(r["hits"][0]["score"].as_f64().unwrap() > r["hits"][1]["score"].as_f64().unwrap());
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn cjk_and_cyrillic_recall_equals_a_substring_scan() {
+    let sb = Sandbox::new();
+    let lines = [
+        "我们的数据库很快",
+        "数据库设计",
+        "数据很重要",
+        "没有相关内容",
+        "用数据库存储",
+        "데이터베이스를 사용합니다",
+        "데이터베이스 설계",
+        "메모리에 저장",
+        "メモリを使う",
+        "キャッシュメモリ",
+        "Память агента",
+        "ПАМЯТЬ и диск",
+        "в память записано",
+        "памятка не то",
+        "plain English memory notes",
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        std::fs::create_dir_all(sb.store().join(format!("d{}", i % 3))).unwrap();
+        std::fs::write(
+            sb.store().join(format!("d{}/f{i}.md", i % 3)),
+            format!("title {i}\n{line}\nend\n"),
+        )
+        .unwrap();
+    }
+    let s = serve(&sb).await;
+    for query in [
+        "数据库",
+        "数据",
+        "데이터베이스",
+        "메모리",
+        "メモリ",
+        "память",
+        "ПАМЯТЬ",
+        "Память",
+    ] {
+        let expected = substring_scan(&sb.store(), query);
+        assert!(!expected.is_empty(), "{query}: the fixture has matches");
+        assert_eq!(hit_paths(&s, query).await, expected, "{query}");
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn edits_on_disk_are_seen_by_the_next_search() {
+    let sb = Sandbox::new();
+    let s = serve(&sb).await;
+    s.ok(
+        "memory_write",
+        json!({"path": "notes/a.md", "content": "the aardvark sleeps\n"}),
+    )
+    .await;
+    assert_eq!(hit_paths(&s, "aardvark").await.len(), 1);
+
+    // An editor rewrites the file in place, another creates one, `rm` removes one.
+    std::fs::write(sb.store().join("notes/a.md"), "the okapi sleeps\n").unwrap();
+    std::fs::write(sb.store().join("notes/new.md"), "a fresh okapi note\n").unwrap();
+    assert_eq!(hit_paths(&s, "okapi").await.len(), 2);
+    assert!(
+        hit_paths(&s, "aardvark").await.is_empty(),
+        "the old text is no longer found"
+    );
+    std::fs::remove_file(sb.store().join("notes/new.md")).unwrap();
+    assert_eq!(
+        hit_paths(&s, "okapi").await,
+        BTreeSet::from(["/memories/notes/a.md".to_owned()])
+    );
+
+    // A whole folder moved in from elsewhere, then renamed, then removed.
+    let incoming = sb.tmp.path().join("incoming");
+    std::fs::create_dir_all(incoming.join("deep")).unwrap();
+    std::fs::write(incoming.join("deep/x.md"), "quokka facts\n").unwrap();
+    std::fs::rename(&incoming, sb.store().join("moved")).unwrap();
+    assert_eq!(
+        hit_paths(&s, "quokka").await,
+        BTreeSet::from(["/memories/moved/deep/x.md".to_owned()])
+    );
+    std::fs::rename(sb.store().join("moved"), sb.store().join("renamed")).unwrap();
+    assert_eq!(
+        hit_paths(&s, "quokka").await,
+        BTreeSet::from(["/memories/renamed/deep/x.md".to_owned()])
+    );
+    std::fs::remove_dir_all(sb.store().join("renamed")).unwrap();
+    assert!(hit_paths(&s, "quokka").await.is_empty());
+
+    // Snippets come from the file as it is now.
+    std::fs::write(sb.store().join("notes/a.md"), "line one\nthe okapi wakes\n").unwrap();
+    let r = s.ok("memory_search", json!({"query": "okapi"})).await;
+    assert_eq!(r["hits"][0]["snippet"], "     2\tthe okapi wakes");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_write_by_another_process_is_found() {
+    let sb = Sandbox::new();
+    let a = serve(&sb).await;
+    let b = serve(&sb).await;
+    assert!(hit_paths(&a, "zebra").await.is_empty());
+    assert!(hit_paths(&b, "zebra").await.is_empty());
+    b.ok(
+        "memory_write",
+        json!({"path": "b.md", "content": "a zebra crossing\n"}),
+    )
+    .await;
+    assert_eq!(
+        hit_paths(&a, "zebra").await,
+        BTreeSet::from(["/memories/b.md".to_owned()])
+    );
+    a.ok(
+        "memory_edit",
+        json!({"path": "b.md", "old_str": "zebra", "new_str": "pelican"}),
+    )
+    .await;
+    assert!(hit_paths(&b, "zebra").await.is_empty());
+    assert_eq!(hit_paths(&b, "pelican").await.len(), 1);
+    b.ok(
+        "memory_edit",
+        json!({"path": "b.md", "new_path": "birds/b.md"}),
+    )
+    .await;
+    assert_eq!(
+        hit_paths(&a, "pelican").await,
+        BTreeSet::from(["/memories/birds/b.md".to_owned()])
+    );
+    a.ok("memory_delete", json!({"path": "birds"})).await;
+    assert!(hit_paths(&b, "pelican").await.is_empty());
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn deleting_the_index_changes_no_result() {
+    let sb = Sandbox::new();
+    for i in 0..40 {
+        std::fs::write(
+            sb.store().join(format!("n{i}.md")),
+            format!(
+                "note {i} about rust and {}\n",
+                if i % 3 == 0 { "tokio" } else { "serde" }
+            ),
+        )
+        .unwrap();
+    }
+    let queries = ["rust", "tokio", "\"about rust\"", "ser*", "tokio serde"];
+    let s = serve(&sb).await;
+    let mut before = Vec::new();
+    for q in queries {
+        before.push(
+            s.ok("memory_search", json!({"query": q, "limit": 100}))
+                .await,
+        );
+    }
+    std::fs::remove_dir_all(index_dir(&sb)).unwrap();
+    for (q, expected) in queries.iter().zip(&before) {
+        assert_eq!(
+            &s.ok("memory_search", json!({"query": q, "limit": 100}))
+                .await,
+            expected,
+            "{q}"
+        );
+    }
+    assert!(index_dir(&sb).exists(), "the index was rebuilt");
+    s.stop().await;
+    std::fs::remove_dir_all(index_dir(&sb)).unwrap();
+    let fresh = serve(&sb).await;
+    for (q, expected) in queries.iter().zip(&before) {
+        assert_eq!(
+            &fresh
+                .ok("memory_search", json!({"query": q, "limit": 100}))
+                .await,
+            expected,
+            "{q}"
+        );
+    }
+    fresh.stop().await;
+}
+
+#[tokio::test]
+async fn indexed_search_agrees_with_the_scan() {
+    let sb = Sandbox::new();
+    let words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "数据库",
+        "Память",
+        "메모리에",
+        "epsilon",
+    ];
+    for i in 0..60 {
+        let text: String = (0..(i % 7 + 2))
+            .map(|j| {
+                format!(
+                    "{} {}\n",
+                    words[(i * 3 + j) % words.len()],
+                    words[(i + j * 5) % words.len()]
+                )
+            })
+            .collect();
+        std::fs::write(sb.store().join(format!("f{i}.md")), text).unwrap();
+    }
+    let indexed = serve(&sb).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for q in [
+        "alpha",
+        "alpha beta",
+        "\"alpha beta\"",
+        "gam*",
+        "数据库",
+        "память",
+        "메모리",
+        "zzz alpha",
+        "데이",
+        "库",
+    ] {
+        let a = indexed
+            .ok("memory_search", json!({"query": q, "limit": 100}))
+            .await;
+        let b = scan
+            .ok("memory_search", json!({"query": q, "limit": 100}))
+            .await;
+        let paths = |v: &Value| -> BTreeSet<String> {
+            v["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["path"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        assert_eq!(a["total_hits"], b["total_hits"], "{q}");
+        assert_eq!(a["relaxed"], b["relaxed"], "{q}");
+        assert_eq!(paths(&a), paths(&b), "{q}");
+    }
+}
+
+#[tokio::test]
+async fn hostile_queries_never_fail() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.store().join("a.md"),
+        "near the (paren) and a:b here, x-ray\n",
+    )
+    .unwrap();
+    let s = serve(&sb).await;
+    let long = "lorem ipsum dolor ".repeat(600);
+    for q in [
+        "\"",
+        "-x",
+        "a:b",
+        "(",
+        ")",
+        "*",
+        "NEAR(",
+        "NEAR(a b)",
+        "\0",
+        "!!!",
+        "\"\"\"",
+        "AND",
+        "OR NOT",
+        "{body}:x",
+        "^",
+        "x\"y",
+        "a*b*",
+        "* *",
+        long.as_str(),
+        "💥",
+        "\u{202e}",
+    ] {
+        let out = s.call("memory_search", json!({"query": q})).await;
+        assert!(
+            !out.is_error,
+            "query {:?} failed: {}",
+            &q[..q.len().min(30)],
+            out.text
+        );
+    }
+    assert_eq!(hit_paths(&s, "a:b").await.len(), 1);
+    assert_eq!(hit_paths(&s, "NEAR(").await.len(), 1);
+    s.stop().await;
+}
+
+/// A client that records the progress notifications it receives.
+#[derive(Clone, Default)]
+struct ProgressRecorder(Arc<Mutex<Vec<(f64, Option<f64>)>>>);
+
+impl ClientHandler for ProgressRecorder {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _: NotificationContext<RoleClient>,
+    ) {
+        self.0.lock().unwrap().push((params.progress, params.total));
+    }
+}
+
+#[tokio::test]
+async fn a_long_index_build_reports_progress() {
+    let sb = Sandbox::new();
+    for d in 0..30 {
+        std::fs::create_dir_all(sb.store().join(format!("d{d}"))).unwrap();
+        for f in 0..100 {
+            std::fs::write(
+                sb.store().join(format!("d{d}/f{f}.md")),
+                format!("note {d} {f} with some words to index\n").repeat(20),
+            )
+            .unwrap();
+        }
+    }
+    let recorder = ProgressRecorder::default();
+    let index = index_dir(&sb);
+    let cmd = tokio::process::Command::new(common::BIN);
+    let mut cmd = cmd;
+    cmd.args([
+        "--root",
+        sb.store().to_str().unwrap(),
+        "--index-dir",
+        index.to_str().unwrap(),
+    ])
+    .env("RUST_LOG", "memdir=warn");
+    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let client = recorder.clone().serve(transport).await.unwrap();
+    let mut meta = RequestMetaObject::default();
+    meta.set_progress_token(ProgressToken(NumberOrString::String("search-1".into())));
+    let mut params = CallToolRequestParams::new("memory_search")
+        .with_arguments(json!({"query": "words"}).as_object().unwrap().clone());
+    params.meta = Some(meta);
+    let result = client.call_tool(params).await.unwrap();
+    assert_eq!(result.structured_content.unwrap()["total_hits"], 3000);
+    // Notifications are sent before the result; give the last ones a moment to arrive.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let seen = recorder.0.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty(),
+        "no progress notification during a 3,000-file index build"
+    );
+    assert!(
+        seen.iter().all(|(_, total)| *total == Some(3000.0)),
+        "{seen:?}"
+    );
+    assert!(
+        seen.windows(2).all(|w| w[0].0 <= w[1].0),
+        "progress only grows: {seen:?}"
+    );
+    let _ = client.cancel().await;
+}
