@@ -379,7 +379,10 @@ async fn hostile_queries_never_fail() {
 
 /// A client that records the progress notifications it receives.
 #[derive(Clone, Default)]
-struct ProgressRecorder(Arc<Mutex<Vec<(f64, Option<f64>)>>>);
+struct ProgressRecorder(Arc<Mutex<Vec<Seen>>>);
+
+/// One progress notification: progress and total.
+type Seen = (f64, Option<f64>);
 
 impl ClientHandler for ProgressRecorder {
     async fn on_progress(
