@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::history::Retention;
 use crate::memory::{IndexLocation, ListRequest, Memdir, SearchRequest, Settings};
 use crate::store::StoreConfig;
 
@@ -48,6 +49,17 @@ pub struct Options {
     /// Keep no search index: every search scans the files.
     #[arg(long, global = true, conflicts_with = "index_dir")]
     pub no_index: bool,
+    /// Keep no version history (mutations are not recorded; restore is unavailable).
+    #[arg(long, global = true)]
+    pub no_history: bool,
+    /// Keep at most N versions per memory (the current version of a live memory is
+    /// always kept). Applied at start-up.
+    #[arg(long, value_name = "N", global = true)]
+    pub keep_versions: Option<usize>,
+    /// Drop versions older than D days (the current version of a live memory is always
+    /// kept). Applied at start-up.
+    #[arg(long, value_name = "D", global = true)]
+    pub keep_days: Option<u64>,
     /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
     pub log_level: String,
@@ -142,6 +154,11 @@ impl Options {
                 (_, true) => IndexLocation::Off,
                 (Some(dir), false) => IndexLocation::Dir(dir.clone()),
                 (None, false) => IndexLocation::UserCache,
+            },
+            history: !self.no_history,
+            retention: Retention {
+                keep_versions: self.keep_versions,
+                keep_days: self.keep_days,
             },
         }
     }

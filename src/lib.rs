@@ -10,6 +10,7 @@
 //! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
 //! - `search`: tokenizer, query language and BM25 ranking (no IO).
 //! - `index`: the SQLite FTS5 search index, a disposable cache outside the store.
+//! - `history`: the append-only version log and content objects of each store.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `cli`: the command line.
 
@@ -17,6 +18,7 @@ pub mod cli;
 pub mod edit;
 pub mod error;
 pub mod frontmatter;
+pub mod history;
 pub mod index;
 pub mod mcp;
 pub mod memory;

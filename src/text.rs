@@ -55,6 +55,17 @@ pub fn rfc3339(t: SystemTime) -> String {
     )
 }
 
+/// RFC 3339 UTC timestamp with milliseconds, e.g. `2026-11-22T07:21:23.042Z`.
+pub fn rfc3339_millis(t: SystemTime) -> String {
+    let millis = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_millis())
+        .unwrap_or(0);
+    let mut s = rfc3339(t);
+    s.insert_str(s.len() - 1, &format!(".{millis:03}"));
+    s
+}
+
 /// Whole days from `t` to now (0 for future times).
 pub fn age_days(t: SystemTime) -> u64 {
     SystemTime::now()

@@ -7,7 +7,7 @@ use common::{Sandbox, Server, sha256_hex};
 use serde_json::{Value, json};
 
 #[tokio::test]
-async fn lists_six_tools_with_schemas_and_annotations() {
+async fn lists_seven_tools_with_schemas_and_annotations() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     let tools = s.client.list_all_tools().await.unwrap();
@@ -18,6 +18,7 @@ async fn lists_six_tools_with_schemas_and_annotations() {
         [
             "memory_delete",
             "memory_edit",
+            "memory_history",
             "memory_list",
             "memory_read",
             "memory_search",
@@ -30,7 +31,7 @@ async fn lists_six_tools_with_schemas_and_annotations() {
         assert_eq!(a.open_world_hint, Some(false));
         let read_only = matches!(
             t.name.as_ref(),
-            "memory_list" | "memory_read" | "memory_search"
+            "memory_list" | "memory_read" | "memory_search" | "memory_history"
         );
         assert_eq!(a.read_only_hint, Some(read_only), "{}", t.name);
         assert_eq!(a.destructive_hint, Some(!read_only), "{}", t.name);
@@ -726,7 +727,7 @@ async fn read_only_stores_refuse_mutations() {
         .into_iter()
         .map(|t| t.name.to_string())
         .collect();
-    assert_eq!(names.len(), 3, "mutating tools are not offered: {names:?}");
+    assert_eq!(names.len(), 4, "mutating tools are not offered: {names:?}");
     only_ro.stop().await;
 }
 

@@ -4,9 +4,10 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
+use crate::history::Op;
 use crate::memory::{
-    DeleteResult, EditResult, ListEntry, ListResult, ReadResult, SearchHit, SearchResult,
-    WriteResult,
+    DeleteResult, EditResult, HistoryResult, ListEntry, ListResult, ReadResult, SearchHit,
+    SearchResult, Version, WriteResult,
 };
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -75,6 +76,10 @@ pub struct WriteOut {
     pub size_bytes: u64,
     /// The memory already had this content; nothing was written.
     pub unchanged: bool,
+    /// The history version this write made (absent for a no-op).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub version: Option<u64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -88,12 +93,18 @@ pub struct EditOut {
     #[schemars(with = "String")]
     pub renamed_from: Option<String>,
     pub unchanged: bool,
+    /// The history version this edit made (absent for a no-op).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub version: Option<u64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct DeleteOut {
     pub path: String,
     pub deleted_files: Vec<String>,
+    /// The history versions recording each file's deletion.
+    pub versions: Vec<u64>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -171,6 +182,7 @@ impl From<WriteResult> for WriteOut {
             content_sha256: r.content_sha256,
             size_bytes: r.size_bytes,
             unchanged: r.unchanged,
+            version: r.version,
         }
     }
 }
@@ -184,6 +196,7 @@ impl From<EditResult> for EditOut {
             snippet: r.snippet,
             renamed_from: r.renamed_from,
             unchanged: r.unchanged,
+            version: r.version,
         }
     }
 }
@@ -193,6 +206,7 @@ impl From<DeleteResult> for DeleteOut {
         DeleteOut {
             path: r.path,
             deleted_files: r.deleted_files,
+            versions: r.versions,
         }
     }
 }
@@ -216,6 +230,80 @@ impl From<SearchResult> for SearchOut {
             total_hits: r.total_hits as u64,
             next_cursor: r.next_cursor,
             relaxed: r.relaxed,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    Created,
+    Modified,
+    Renamed,
+    Deleted,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct VersionOut {
+    pub version: u64,
+    /// Canonical path (for a rename, the new path; empty once redacted).
+    pub path: String,
+    /// For a rename, the old path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub from: Option<String>,
+    pub operation: Operation,
+    /// RFC 3339 UTC.
+    pub at: String,
+    /// The MCP client (`name/version`), `cli`, or `external` (noticed on disk).
+    pub actor: String,
+    /// The content of this version (for a deletion: the content deleted).
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    pub redacted: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct HistoryOut {
+    pub versions: Vec<VersionOut>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub next_cursor: Option<String>,
+    /// With `version`: that version's content.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub content: Option<String>,
+}
+
+impl From<Version> for VersionOut {
+    fn from(v: Version) -> Self {
+        VersionOut {
+            version: v.version,
+            path: v.path,
+            from: v.from,
+            operation: match v.operation {
+                Op::Created => Operation::Created,
+                Op::Modified => Operation::Modified,
+                Op::Renamed => Operation::Renamed,
+                Op::Deleted => Operation::Deleted,
+            },
+            at: v.at,
+            actor: v.actor,
+            content_sha256: v.content_sha256,
+            size_bytes: v.size_bytes,
+            redacted: v.redacted,
+        }
+    }
+}
+
+impl From<HistoryResult> for HistoryOut {
+    fn from(r: HistoryResult) -> Self {
+        HistoryOut {
+            versions: r.versions.into_iter().map(VersionOut::from).collect(),
+            next_cursor: r.next_cursor,
+            content: r.content,
         }
     }
 }

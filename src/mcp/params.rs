@@ -74,7 +74,9 @@ pub struct WriteParams {
     /// Where to write, e.g. `/memories/notes/rust.md`. Missing folders are created.
     pub path: String,
     /// The whole new content (UTF-8 text, at most 100 KiB by default). Replaces what is there.
-    pub content: String,
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub content: Option<String>,
     /// true = only create: fail if a memory with other content is already at `path`.
     #[serde(default)]
     #[schemars(with = "bool")]
@@ -84,6 +86,11 @@ pub struct WriteParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+    /// Instead of `content`: restore the content of this version (a number from
+    /// memory_history), also of a deleted memory. The restore is itself a new version.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1))]
+    pub restore_version: Option<i64>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -136,4 +143,26 @@ pub struct DeleteParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    /// A memory (its versions, including before renames) or a folder (everything under
+    /// it), e.g. `/memories/notes/rust.md`. Omit (or `/`) for every store.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub path: Option<String>,
+    /// Most versions to return, newest first (default 50, at most 500).
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 500))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of a previous call, for older versions.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub cursor: Option<String>,
+    /// Return this one version with its content (`path` names the store, e.g. `/memories`).
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1))]
+    pub version: Option<i64>,
 }

@@ -6,17 +6,23 @@ use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
-use super::output::{DeleteOut, EditOut, ListOut, ReadOut, SearchOut, WriteOut};
-use super::params::{DeleteParams, EditParams, ListParams, ReadParams, SearchParams, WriteParams};
+use super::output::{DeleteOut, EditOut, HistoryOut, ListOut, ReadOut, SearchOut, WriteOut};
+use super::params::{
+    DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams, WriteParams,
+};
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
 use crate::error::Error;
-use crate::memory::{EditOp, EditRequest, ListRequest, SearchRequest, WriteRequest};
+use crate::memory::{
+    EditOp, EditRequest, HistoryRequest, ListRequest, SearchRequest, WriteRequest,
+};
 
 const DEFAULT_LIST_LIMIT: i64 = 200;
 const MAX_LIST_LIMIT: i64 = 1000;
 const DEFAULT_SEARCH_LIMIT: i64 = 10;
 const MAX_SEARCH_LIMIT: i64 = 100;
+const DEFAULT_HISTORY_LIMIT: i64 = 50;
+const MAX_HISTORY_LIMIT: i64 = 500;
 
 #[tool_router(vis = "pub(super)")]
 impl MemdirServer {
@@ -128,15 +134,33 @@ impl MemdirServer {
     async fn memory_write(
         &self,
         Parameters(p): Parameters<WriteParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let actor = actor(&ctx);
         let result = self
-            .run(move |m| {
-                m.write(&WriteRequest {
+            .run(move |m| match (&p.content, p.restore_version) {
+                (Some(content), None) => m.write(&WriteRequest {
                     path: &p.path,
-                    content: &p.content,
+                    content,
                     if_absent: p.if_absent.unwrap_or(false),
                     expected_sha256: p.expected_sha256.as_deref(),
-                })
+                    actor: &actor,
+                }),
+                (None, Some(version)) if version >= 1 => m.restore(
+                    &p.path,
+                    version as u64,
+                    p.expected_sha256.as_deref(),
+                    &actor,
+                ),
+                (None, Some(v)) => Err(Error::InvalidArgument(format!(
+                    "restore_version must be a version number from memory_history, got {v}"
+                ))),
+                (Some(_), Some(_)) => Err(Error::InvalidArgument(
+                    "give either content or restore_version, not both".into(),
+                )),
+                (None, None) => Err(Error::InvalidArgument(
+                    "give the content to write (or restore_version to restore a version)".into(),
+                )),
             })
             .await;
         answer(result, |r| {
@@ -158,7 +182,9 @@ impl MemdirServer {
     async fn memory_edit(
         &self,
         Parameters(p): Parameters<EditParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let actor = actor(&ctx);
         let result = self
             .run(move |m| {
                 let op = edit_op(&p)?;
@@ -166,6 +192,7 @@ impl MemdirServer {
                     path: &p.path,
                     op,
                     expected_sha256: p.expected_sha256.as_deref(),
+                    actor: &actor,
                 })
             })
             .await;
@@ -185,15 +212,65 @@ impl MemdirServer {
     async fn memory_delete(
         &self,
         Parameters(p): Parameters<DeleteParams>,
+        ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let actor = actor(&ctx);
         let result = self
-            .run(move |m| m.delete(&p.path, p.expected_sha256.as_deref()))
+            .run(move |m| m.delete(&p.path, p.expected_sha256.as_deref(), &actor))
             .await;
         answer(result, |r| {
             let out = DeleteOut::from(r);
             let text = render::delete(&out);
             (out, text)
         })
+    }
+
+    /// The audit trail: every change to a memory (or to everything under a folder), newest
+    /// first, with operation, time, actor and content hash. With `version`, that version's
+    /// content. Restore one with memory_write {path, restore_version}.
+    #[tool(
+        input_schema = input::<HistoryParams>(),
+        output_schema = output::<HistoryOut>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_history(
+        &self,
+        Parameters(p): Parameters<HistoryParams>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let result = self
+            .run(move |m| {
+                let limit = clamp(p.limit, DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT, "limit")?;
+                let version = match p.version {
+                    Some(v) if v < 1 => {
+                        return Err(Error::InvalidArgument(format!(
+                            "version must be at least 1, got {v}"
+                        )));
+                    }
+                    v => v.map(|v| v as u64),
+                };
+                m.history(&HistoryRequest {
+                    path: p.path.as_deref(),
+                    limit,
+                    cursor: p.cursor.as_deref(),
+                    version,
+                })
+            })
+            .await;
+        answer(result, |r| {
+            let out = HistoryOut::from(r);
+            let text = render::history(&out);
+            (out, text)
+        })
+    }
+}
+
+/// The actor recorded in the history for a request: the client's `clientInfo`.
+fn actor(ctx: &RequestContext<RoleServer>) -> String {
+    match ctx.peer.peer_info() {
+        Some(info) if !info.client_info.name.is_empty() => {
+            format!("{}/{}", info.client_info.name, info.client_info.version)
+        }
+        _ => "unknown-client".into(),
     }
 }
 
@@ -285,7 +362,9 @@ fn clamp(value: Option<i64>, default: i64, max: i64, name: &str) -> Result<usize
 mod render {
     use std::fmt::Write as _;
 
-    use super::super::output::{DeleteOut, EditOut, Kind, ListOut, SearchOut, WriteOut};
+    use super::super::output::{
+        DeleteOut, EditOut, HistoryOut, Kind, ListOut, SearchOut, WriteOut,
+    };
 
     pub fn list(out: &ListOut) -> String {
         let mut s = format!(
@@ -355,6 +434,45 @@ mod render {
         s
     }
 
+    pub fn history(out: &HistoryOut) -> String {
+        let mut s = String::new();
+        if out.versions.is_empty() {
+            return "No versions recorded.".into();
+        }
+        for v in &out.versions {
+            let _ = write!(
+                s,
+                "v{}\t{}\t{:?}\t{}",
+                v.version,
+                v.at,
+                v.operation,
+                if v.redacted { "[redacted]" } else { &v.path }
+            );
+            if let Some(from) = &v.from {
+                let _ = write!(s, " (from {from})");
+            }
+            let _ = writeln!(
+                s,
+                "\tby {}\t{} bytes\tsha256 {}",
+                v.actor, v.size_bytes, v.content_sha256
+            );
+        }
+        if let Some(content) = &out.content {
+            let _ = write!(
+                s,
+                "Content of version {}:\n{content}",
+                out.versions[0].version
+            );
+        }
+        if let Some(c) = &out.next_cursor {
+            let _ = writeln!(
+                s,
+                "More versions: call memory_history again with cursor \"{c}\"."
+            );
+        }
+        s
+    }
+
     pub fn write(out: &WriteOut) -> String {
         let verb = if out.unchanged {
             "Unchanged (already this content)"
@@ -363,8 +481,12 @@ mod render {
         } else {
             "Replaced"
         };
+        let version = out
+            .version
+            .map(|v| format!(", version {v}"))
+            .unwrap_or_default();
         format!(
-            "{verb}: {} ({} bytes, content_sha256 {})",
+            "{verb}: {} ({} bytes, content_sha256 {}{version})",
             out.path, out.size_bytes, out.content_sha256
         )
     }

@@ -3,10 +3,13 @@
 //! structs; `crate::mcp` turns them into tool results.
 //!
 //! Layout: this file holds the shared state and reading; `write` holds every mutation;
+//! `record` records mutations in the history and `history` reads it back;
 //! `list` lists; `search` searches (with `crate::search` for matching and ranking);
 //! `sync` keeps the search index in step with the files.
 
+mod history;
 mod list;
+mod record;
 mod search;
 mod sync;
 mod write;
@@ -19,7 +22,9 @@ use crate::path::{self, MemPath, Target};
 use crate::store::{Store, StoreConfig};
 use crate::text;
 
+pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListRequest, ListResult};
+pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};
 pub use write::{DeleteResult, EditOp, EditRequest, EditResult, WriteRequest, WriteResult};
@@ -35,6 +40,10 @@ pub struct Settings {
     pub allow_secrets: bool,
     /// Where search indexes live (or none).
     pub index: IndexLocation,
+    /// Record every mutation in the store's history.
+    pub history: bool,
+    /// How much history to keep.
+    pub retention: crate::history::Retention,
 }
 
 impl Default for Settings {
@@ -44,6 +53,8 @@ impl Default for Settings {
             result_budget: 64 * 1024,
             allow_secrets: false,
             index: IndexLocation::UserCache,
+            history: true,
+            retention: crate::history::Retention::default(),
         }
     }
 }
@@ -56,6 +67,8 @@ pub struct Memdir {
     pub settings: Settings,
     /// Each store's search index in this process.
     indexes: Vec<sync::IndexSlot>,
+    /// What this process knows of each store's history log.
+    heads: Vec<std::sync::Mutex<crate::history::Heads>>,
 }
 
 /// `memory_read`'s result.
@@ -95,6 +108,7 @@ impl Memdir {
         let names = stores.iter().map(|s| s.name.clone()).collect();
         Ok(Memdir {
             indexes: sync::slots(stores.len()),
+            heads: stores.iter().map(|_| Default::default()).collect(),
             stores,
             names,
             settings,

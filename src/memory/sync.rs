@@ -237,7 +237,13 @@ impl Memdir {
                 })
             }
             Change::Removed => w.remove_tree(&rel),
+            Change::Tree => Ok(()),
         });
+        if matches!(change, Change::Tree)
+            && let Err(e) = reconcile(self.store(p), &synced.index, p, &|_, _| {})
+        {
+            tracing::warn!(error = %e, "search index update failed; the next search re-syncs");
+        }
         if let Err(e) = result {
             tracing::warn!(error = %e, "search index update failed; the next search re-syncs");
         }
@@ -252,6 +258,8 @@ pub(crate) enum Change<'a> {
     },
     /// A file or a folder (with everything below it) is gone.
     Removed,
+    /// A folder appeared (moved here): index what is in it.
+    Tree,
 }
 
 fn user_cache_dir() -> Option<PathBuf> {

@@ -1,11 +1,13 @@
-//! Every mutation: write, edit (replace, insert, append, rename) and delete. Each runs
-//! under the store's cross-process lock, checks its precondition against the bytes on
-//! disk at that moment, and changes the disk only through the store's durable writes.
+//! Every mutation: write, restore, edit (replace, insert, append, rename) and delete. Each
+//! runs under the store's cross-process lock (held by its history `Recorder`), checks its
+//! precondition against the bytes on disk at that moment, changes the disk only through
+//! the store's durable writes, and records its versions.
 
 use super::sync::Change;
 use super::{Current, Memdir};
 use crate::edit::{self, Edited};
 use crate::error::{Error, Result};
+use crate::history::{self, Op};
 use crate::path::MemPath;
 use crate::secrets;
 use crate::store::{EntryKind, WriteMode};
@@ -18,6 +20,8 @@ pub struct WriteRequest<'a> {
     pub content: &'a str,
     pub if_absent: bool,
     pub expected_sha256: Option<&'a str>,
+    /// Who asks: the MCP client's name and version, or `cli`.
+    pub actor: &'a str,
 }
 
 /// `memory_write`'s result.
@@ -29,6 +33,8 @@ pub struct WriteResult {
     pub size_bytes: u64,
     /// The stored content already equalled the request: nothing was written.
     pub unchanged: bool,
+    /// The history version this write made (none for a no-op or with history off).
+    pub version: Option<u64>,
 }
 
 /// One `memory_edit` operation.
@@ -57,6 +63,7 @@ pub struct EditRequest<'a> {
     pub path: &'a str,
     pub op: EditOp<'a>,
     pub expected_sha256: Option<&'a str>,
+    pub actor: &'a str,
 }
 
 /// `memory_edit`'s result.
@@ -71,6 +78,8 @@ pub struct EditResult {
     pub unchanged: bool,
     /// The path before a rename.
     pub renamed_from: Option<String>,
+    /// The last history version this edit made.
+    pub version: Option<u64>,
 }
 
 /// `memory_delete`'s result.
@@ -79,61 +88,147 @@ pub struct DeleteResult {
     pub path: String,
     /// Canonical paths of every file removed.
     pub deleted_files: Vec<String>,
+    /// The history versions recording the deletions.
+    pub versions: Vec<u64>,
 }
 
 impl Memdir {
     pub fn write(&self, req: &WriteRequest) -> Result<WriteResult> {
         let p = self.mutable_path(req.path)?;
-        let expected = req.expected_sha256.map(normalise_sha).transpose()?;
-        self.check_content(&p, req.content)?;
+        self.write_content(
+            &p,
+            req.content,
+            req.if_absent,
+            req.expected_sha256,
+            req.actor,
+        )
+    }
+
+    /// Writes the content of history version `version` at `path` (which may be where it
+    /// was, or elsewhere; the memory may have been deleted since), as a new version.
+    pub fn restore(
+        &self,
+        path: &str,
+        version: u64,
+        expected_sha256: Option<&str>,
+        actor: &str,
+    ) -> Result<WriteResult> {
+        let p = self.mutable_path(path)?;
         let store = self.store(&p);
-        let _lock = store.lock()?;
-        let current = match self.current(&p) {
+        let record = history::records(store)?
+            .into_iter()
+            .find(|r| r.version == version)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "/{} has no version {version}; see memory_history",
+                    store.name
+                ))
+            })?;
+        if record.redacted {
+            return Err(Error::InvalidArgument(format!(
+                "version {version} was redacted; its content is gone"
+            )));
+        }
+        let bytes = history::read_object(store, &record.sha256)?.ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "the content of version {version} is no longer kept (retention)"
+            ))
+        })?;
+        let content = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
+            path: p.canonical(),
+        })?;
+        self.write_content(&p, &content, false, expected_sha256, actor)
+    }
+
+    fn write_content(
+        &self,
+        p: &MemPath,
+        content: &str,
+        if_absent: bool,
+        expected: Option<&str>,
+        actor: &str,
+    ) -> Result<WriteResult> {
+        let expected = expected.map(normalise_sha).transpose()?;
+        self.check_content(p, content)?;
+        let store = self.store(p);
+        let mut rec = self.recorder(p)?;
+        let current = match self.current(p) {
             // A symlink planted at the destination that leads out of the store is
             // replaced by the write's rename, never followed (its parent resolved inside).
-            Err(Error::Escape { .. }) if store.entry_kind(&p)? == Some(EntryKind::Symlink) => None,
+            Err(Error::Escape { .. }) if store.entry_kind(p)? == Some(EntryKind::Symlink) => None,
             other => other?,
         };
-        let new_sha = text::sha256_hex(req.content.as_bytes());
+        let new_sha = text::sha256_hex(content.as_bytes());
         // The precondition comes first: two racers that both read n and both write n + 1
         // must not both succeed, even though the second finds its content already there.
-        check_precondition(&p, expected.as_deref(), current.as_ref())?;
+        check_precondition(p, expected.as_deref(), current.as_ref())?;
         if let Some(cur) = &current {
             if cur.sha256 == new_sha {
                 return Ok(WriteResult {
                     path: p.canonical(),
                     created: false,
                     content_sha256: new_sha,
-                    size_bytes: req.content.len() as u64,
+                    size_bytes: content.len() as u64,
                     unchanged: true,
+                    version: None,
                 });
             }
-            if req.if_absent {
+            if if_absent {
                 return Err(Error::Occupied {
                     path: p.canonical(),
                     current: cur.sha256.clone(),
                 });
             }
         }
-        let mode = if req.if_absent {
+        let rel = p.rel();
+        rec.note_current(
+            &rel,
+            current
+                .as_ref()
+                .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
+        )?;
+        let op = if current.is_none() {
+            Op::Created
+        } else {
+            Op::Modified
+        };
+        rec.note(
+            op,
+            &rel,
+            None,
+            actor,
+            &new_sha,
+            content.len() as u64,
+            Some(content.as_bytes()),
+        )?;
+        rec.begin()?;
+        let mode = if if_absent {
             WriteMode::CreateNew
         } else {
             WriteMode::Replace
         };
-        let stamp = store.write(&p, req.content.as_bytes(), mode)?;
+        let stamp = match store.write(p, content.as_bytes(), mode) {
+            Ok(stamp) => stamp,
+            Err(e) => {
+                rec.abandon();
+                return Err(e);
+            }
+        };
         self.indexed(
-            &p,
+            p,
             Change::Written {
-                text: req.content,
+                text: content,
                 stamp,
             },
         );
+        let version = rec.commit().last().copied();
         Ok(WriteResult {
             path: p.canonical(),
             created: current.is_none(),
             content_sha256: new_sha,
-            size_bytes: req.content.len() as u64,
+            size_bytes: content.len() as u64,
             unchanged: false,
+            version,
         })
     }
 
@@ -141,10 +236,10 @@ impl Memdir {
         let p = self.mutable_path(req.path)?;
         let expected = req.expected_sha256.map(normalise_sha).transpose()?;
         if let EditOp::Rename { new_path } = req.op {
-            return self.rename(&p, new_path, expected.as_deref());
+            return self.rename(&p, new_path, expected.as_deref(), req.actor);
         }
         let store = self.store(&p);
-        let _lock = store.lock()?;
+        let mut rec = self.recorder(&p)?;
         let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
@@ -166,9 +261,28 @@ impl Memdir {
         let snippet = edit::snippet(&new_text, first_line, last_line);
         let new_sha = text::sha256_hex(new_text.as_bytes());
         let unchanged = new_sha == cur.sha256;
+        let mut version = None;
         if !unchanged {
             self.check_content(&p, &new_text)?;
-            let stamp = store.write(&p, new_text.as_bytes(), WriteMode::Replace)?;
+            let rel = p.rel();
+            rec.note_current(&rel, Some((&cur.sha256, cur.text.as_bytes())))?;
+            rec.note(
+                Op::Modified,
+                &rel,
+                None,
+                req.actor,
+                &new_sha,
+                new_text.len() as u64,
+                Some(new_text.as_bytes()),
+            )?;
+            rec.begin()?;
+            let stamp = match store.write(&p, new_text.as_bytes(), WriteMode::Replace) {
+                Ok(stamp) => stamp,
+                Err(e) => {
+                    rec.abandon();
+                    return Err(e);
+                }
+            };
             self.indexed(
                 &p,
                 Change::Written {
@@ -176,6 +290,7 @@ impl Memdir {
                     stamp,
                 },
             );
+            version = rec.commit().last().copied();
         }
         Ok(EditResult {
             path: canonical,
@@ -184,10 +299,17 @@ impl Memdir {
             snippet,
             unchanged,
             renamed_from: None,
+            version,
         })
     }
 
-    fn rename(&self, from: &MemPath, new_path: &str, expected: Option<&str>) -> Result<EditResult> {
+    fn rename(
+        &self,
+        from: &MemPath,
+        new_path: &str,
+        expected: Option<&str>,
+        actor: &str,
+    ) -> Result<EditResult> {
         let to = self.mutable_path(new_path)?;
         if to.store != from.store {
             return Err(Error::InvalidArgument(format!(
@@ -203,15 +325,34 @@ impl Memdir {
             )));
         }
         let store = self.store(from);
-        let _lock = store.lock()?;
+        let mut rec = self.recorder(from)?;
         let kind = store.entry_kind(from)?.ok_or_else(|| Error::NotFound {
             path: from.canonical(),
         })?;
+        // Every file that moves, with its content: (old path, new path, sha, bytes).
+        let mut moving = Vec::new();
         let moved = if kind == EntryKind::Dir {
             if expected.is_some() {
                 return Err(Error::InvalidArgument(
                     "expected_sha256 applies to files, not folders".into(),
                 ));
+            }
+            for entry in store
+                .walk(from, None)?
+                .into_iter()
+                .filter(|e| e.kind == EntryKind::File)
+            {
+                if let Ok(data) = store.read(&entry.path) {
+                    let suffix = &entry.path.segments[from.segments.len()..];
+                    let mut target = to.clone();
+                    target.segments.extend(suffix.iter().cloned());
+                    moving.push((
+                        entry.path.rel(),
+                        target.rel(),
+                        text::sha256_hex(&data.bytes),
+                        data.bytes,
+                    ));
+                }
             }
             None
         } else {
@@ -219,14 +360,36 @@ impl Memdir {
                 path: from.canonical(),
             })?;
             check_precondition(from, expected, Some(&cur))?;
+            moving.push((
+                from.rel(),
+                to.rel(),
+                cur.sha256.clone(),
+                cur.text.as_bytes().to_vec(),
+            ));
             Some(cur)
         };
-        store.rename(from, &to).map_err(|e| match e {
-            Error::AlreadyExists { .. } => Error::AlreadyExists {
-                path: to.canonical(),
-            },
-            other => other,
-        })?;
+        for (old, new, sha, bytes) in &moving {
+            rec.note_current(old, Some((sha, bytes)))?;
+            rec.note(
+                Op::Renamed,
+                new,
+                Some(old),
+                actor,
+                sha,
+                bytes.len() as u64,
+                None,
+            )?;
+        }
+        rec.begin()?;
+        if let Err(e) = store.rename(from, &to) {
+            rec.abandon();
+            return Err(match e {
+                Error::AlreadyExists { .. } => Error::AlreadyExists {
+                    path: to.canonical(),
+                },
+                other => other,
+            });
+        }
         self.indexed(from, Change::Removed);
         match &moved {
             // A rename keeps the inode and mtime: the stamp moves with the file.
@@ -237,8 +400,9 @@ impl Memdir {
                     stamp: cur.stamp,
                 },
             ),
-            None => self.resync(&to),
+            None => self.indexed(&to, Change::Tree),
         }
+        let version = rec.commit().last().copied();
         let (sha, size) = moved
             .map(|cur| (cur.sha256, cur.text.len() as u64))
             .unwrap_or_default();
@@ -249,32 +413,60 @@ impl Memdir {
             snippet: String::new(),
             unchanged: false,
             renamed_from: Some(from.canonical()),
+            version,
         })
     }
 
-    pub fn delete(&self, raw: &str, expected_sha256: Option<&str>) -> Result<DeleteResult> {
+    pub fn delete(
+        &self,
+        raw: &str,
+        expected_sha256: Option<&str>,
+        actor: &str,
+    ) -> Result<DeleteResult> {
         let p = self.mutable_path(raw)?;
         let expected = expected_sha256.map(normalise_sha).transpose()?;
         let store = self.store(&p);
-        let _lock = store.lock()?;
+        let mut rec = self.recorder(&p)?;
         let kind = store.entry_kind(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
         let mut deleted_files = Vec::new();
-        match kind {
-            EntryKind::Dir => {
-                if expected.is_some() {
-                    return Err(Error::InvalidArgument(
-                        "expected_sha256 applies to files, not folders".into(),
-                    ));
+        if kind == EntryKind::Dir {
+            if expected.is_some() {
+                return Err(Error::InvalidArgument(
+                    "expected_sha256 applies to files, not folders".into(),
+                ));
+            }
+            let mut entries = store.walk_everything(&p)?;
+            for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
+                if entry
+                    .path
+                    .segments
+                    .iter()
+                    .all(|s| crate::store::visible_name(s))
+                    && let Ok(data) = store.read(&entry.path)
+                {
+                    let (rel, sha) = (entry.path.rel(), text::sha256_hex(&data.bytes));
+                    rec.note_current(&rel, Some((&sha, &data.bytes)))?;
+                    rec.note(
+                        Op::Deleted,
+                        &rel,
+                        None,
+                        actor,
+                        &sha,
+                        data.bytes.len() as u64,
+                        None,
+                    )?;
                 }
-                let mut entries = store.walk_everything(&p)?;
-                // Deepest first, so every folder is empty when its turn comes.
-                entries.sort_by(|a, b| {
-                    b.depth
-                        .cmp(&a.depth)
-                        .then(a.path.segments.cmp(&b.path.segments))
-                });
+            }
+            rec.begin()?;
+            // Deepest first, so every folder is empty when its turn comes.
+            entries.sort_by(|a, b| {
+                b.depth
+                    .cmp(&a.depth)
+                    .then(a.path.segments.cmp(&b.path.segments))
+            });
+            let removed = (|| {
                 for entry in &entries {
                     if entry.kind == EntryKind::Dir {
                         store.remove_empty_dir(&entry.path)?;
@@ -283,23 +475,46 @@ impl Memdir {
                         deleted_files.push(entry.path.canonical());
                     }
                 }
-                store.remove_empty_dir(&p)?;
-                self.indexed(&p, Change::Removed);
-                deleted_files.sort();
+                store.remove_empty_dir(&p)
+            })();
+            // Whatever was removed is recorded (repair keeps the records that happened).
+            self.indexed(&p, Change::Removed);
+            if let Err(e) = removed {
+                drop(rec);
+                return Err(e);
             }
-            _ => {
-                if expected.is_some() {
-                    let cur = self.current(&p)?;
-                    check_precondition(&p, expected.as_deref(), cur.as_ref())?;
-                }
-                store.remove_file(&p)?;
-                self.indexed(&p, Change::Removed);
-                deleted_files.push(p.canonical());
+            deleted_files.sort();
+        } else {
+            let cur = self.current(&p).ok().flatten();
+            if expected.is_some() {
+                let cur = self.current(&p)?;
+                check_precondition(&p, expected.as_deref(), cur.as_ref())?;
             }
+            if let Some(cur) = &cur {
+                let rel = p.rel();
+                rec.note_current(&rel, Some((&cur.sha256, cur.text.as_bytes())))?;
+                rec.note(
+                    Op::Deleted,
+                    &rel,
+                    None,
+                    actor,
+                    &cur.sha256,
+                    cur.text.len() as u64,
+                    None,
+                )?;
+            }
+            rec.begin()?;
+            if let Err(e) = store.remove_file(&p) {
+                rec.abandon();
+                return Err(e);
+            }
+            self.indexed(&p, Change::Removed);
+            deleted_files.push(p.canonical());
         }
         Ok(DeleteResult {
             path: p.canonical(),
             deleted_files,
+            versions: rec.commit(),
         })
     }
 

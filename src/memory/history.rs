@@ -1,0 +1,167 @@
+//! `memory_history`: the versions of a memory or of everything under a folder, newest
+//! first, and the content of one version. Reading a single memory's history first notices
+//! (and records, as `external`) a change made to it outside memdir.
+
+use super::Memdir;
+use crate::error::{Error, Result};
+use crate::history::{self, Op, Record};
+use crate::path::{MemPath, Target};
+
+/// `memory_history`'s input.
+#[derive(Debug, Default)]
+pub struct HistoryRequest<'a> {
+    /// A memory, or a folder (everything under it); `None` or `/` = every store.
+    pub path: Option<&'a str>,
+    pub limit: usize,
+    /// The `next_cursor` of a previous call.
+    pub cursor: Option<&'a str>,
+    /// Return this version with its content.
+    pub version: Option<u64>,
+}
+
+/// One version, as shown.
+#[derive(Debug, Clone)]
+pub struct Version {
+    pub version: u64,
+    /// Canonical path ("" when redacted).
+    pub path: String,
+    pub from: Option<String>,
+    pub operation: Op,
+    pub at: String,
+    pub actor: String,
+    pub content_sha256: String,
+    pub size_bytes: u64,
+    pub redacted: bool,
+}
+
+#[derive(Debug)]
+pub struct HistoryResult {
+    pub versions: Vec<Version>,
+    pub next_cursor: Option<String>,
+    /// With `version`: that version's content (none for a redacted version).
+    pub content: Option<String>,
+}
+
+impl Memdir {
+    pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
+        let scopes: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
+            Target::AllStores => self
+                .stores()
+                .iter()
+                .enumerate()
+                .map(|(i, s)| MemPath::root(i, &s.name))
+                .collect(),
+            Target::Path(p) => vec![p],
+        };
+        if let Some(version) = req.version {
+            let [scope] = scopes.as_slice() else {
+                return Err(Error::InvalidArgument(
+                    "with `version`, name the store (or a path in it), e.g. `/memories/`".into(),
+                ));
+            };
+            return self.one_version(scope, version);
+        }
+        let before = match req.cursor {
+            None | Some("") => None,
+            Some(c) => Some(c.parse::<u64>().map_err(|_| {
+                Error::InvalidArgument(format!("invalid cursor `{c}`; pass next_cursor unchanged"))
+            })?),
+        };
+        let mut out = Vec::new();
+        for scope in &scopes {
+            if !scope.is_root() && self.settings.history && !self.store(scope).read_only {
+                self.notice(scope)?;
+            }
+            let rel = scope.rel();
+            let under = format!("{rel}/");
+            let matches = |p: &str| rel.is_empty() || p == rel || p.starts_with(&under);
+            for r in history::records(self.store(scope))?.into_iter().rev() {
+                if before.is_some_and(|b| r.version >= b) {
+                    continue;
+                }
+                let relevant = matches(&r.path)
+                    || r.from.as_deref().is_some_and(matches)
+                    || (r.redacted && rel.is_empty());
+                if relevant {
+                    out.push(shown(scope, r));
+                }
+            }
+        }
+        out.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.path.cmp(&b.path)));
+        let more = out.len() > req.limit;
+        out.truncate(req.limit);
+        Ok(HistoryResult {
+            next_cursor: more
+                .then(|| out.last().map(|v| v.version.to_string()))
+                .flatten(),
+            versions: out,
+            content: None,
+        })
+    }
+
+    fn one_version(&self, scope: &MemPath, version: u64) -> Result<HistoryResult> {
+        let store = self.store(scope);
+        let record = history::records(store)?
+            .into_iter()
+            .find(|r| r.version == version)
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("/{} has no version {version}", store.name))
+            })?;
+        let content = if record.redacted {
+            None
+        } else {
+            history::read_object(store, &record.sha256)?
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        Ok(HistoryResult {
+            versions: vec![shown(scope, record)],
+            next_cursor: None,
+            content,
+        })
+    }
+
+    /// Records, as `external`, a state of memory `p` that its history does not know.
+    fn notice(&self, p: &MemPath) -> Result<()> {
+        let current = match self.current(p) {
+            Ok(c) => c,
+            Err(Error::IsFolder { .. } | Error::NotAFolder { .. }) => return Ok(()),
+            Err(_) => return Ok(()),
+        };
+        if current.is_none() && !matches!(self.store(p).entry_kind(p), Ok(None)) {
+            return Ok(());
+        }
+        let mut rec = self.recorder(p)?;
+        // Re-read under the lock: the state may have changed while we waited.
+        let current = self.current(p).ok().flatten();
+        rec.note_current(
+            &p.rel(),
+            current
+                .as_ref()
+                .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
+        )?;
+        rec.begin()?;
+        rec.commit();
+        Ok(())
+    }
+}
+
+fn shown(scope: &MemPath, r: Record) -> Version {
+    let canonical = |rel: &str| {
+        if rel.is_empty() {
+            String::new()
+        } else {
+            scope.with_rel(rel).canonical()
+        }
+    };
+    Version {
+        version: r.version,
+        path: canonical(&r.path),
+        from: r.from.as_deref().map(canonical),
+        operation: r.op,
+        at: r.at,
+        actor: r.actor,
+        content_sha256: r.sha256,
+        size_bytes: r.size,
+        redacted: r.redacted,
+    }
+}

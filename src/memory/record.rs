@@ -1,0 +1,184 @@
+//! Recording mutations in the store's history. A mutation takes a [`Recorder`]: it holds
+//! the store lock (so history appends of all processes are serialised), repairs what a
+//! crashed mutation left, and notes versions in three steps: `note` (content saved as an
+//! object), `begin` (intent written), `commit` (log appended).
+
+use std::sync::MutexGuard;
+
+use super::Memdir;
+use crate::error::Result;
+use crate::history::{self, Draft, Heads, Op, Record};
+use crate::path::MemPath;
+use crate::store::{Store, StoreLock};
+use crate::text;
+
+/// The actor of changes noticed on disk rather than made through memdir.
+pub const EXTERNAL: &str = "external";
+
+/// A mutation in progress: the store lock, and the versions it will record.
+pub(crate) struct Recorder<'m> {
+    store: &'m Store,
+    /// `None` when history is off.
+    heads: Option<MutexGuard<'m, Heads>>,
+    drafts: Vec<Draft>,
+    records: Vec<Record>,
+    _lock: StoreLock,
+}
+
+impl Memdir {
+    /// Takes `p`'s store lock for a mutation, first completing the history of any
+    /// mutation a crash interrupted.
+    pub(crate) fn recorder(&self, p: &MemPath) -> Result<Recorder<'_>> {
+        let store = self.store(p);
+        let lock = store.lock()?;
+        let heads = if self.settings.history {
+            let mut heads = self.heads[p.store]
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            history::repair(store, |r| self.happened(p, r))?;
+            heads.refresh(store)?;
+            Some(heads)
+        } else {
+            None
+        };
+        Ok(Recorder {
+            store,
+            heads,
+            drafts: Vec::new(),
+            records: Vec::new(),
+            _lock: lock,
+        })
+    }
+
+    /// Whether the files are in the state a pending record describes.
+    fn happened(&self, p: &MemPath, r: &Record) -> bool {
+        if r.actor == EXTERNAL {
+            // A noticed state: true whether or not the mutation after it happened.
+            return true;
+        }
+        let at = p.with_rel(&r.path);
+        let sha = self.current(&at).ok().flatten().map(|c| c.sha256);
+        match r.op {
+            Op::Deleted => sha.is_none() && matches!(self.store(&at).entry_kind(&at), Ok(None)),
+            Op::Renamed => {
+                let from_gone = r
+                    .from
+                    .as_deref()
+                    .is_some_and(|f| matches!(self.store(p).entry_kind(&p.with_rel(f)), Ok(None)));
+                sha.as_deref() == Some(r.sha256.as_str()) && from_gone
+            }
+            Op::Created | Op::Modified => sha.as_deref() == Some(r.sha256.as_str()),
+        }
+    }
+}
+
+impl Recorder<'_> {
+    /// Notes what is at `rel` before the mutation: if the history does not know this state
+    /// (a file never recorded, or changed or removed outside memdir), an `external`
+    /// version of it is recorded first, so the mutation can always be undone.
+    pub fn note_current(&mut self, rel: &str, current: Option<(&str, &[u8])>) -> Result<()> {
+        let Some(heads) = &self.heads else {
+            return Ok(());
+        };
+        let head = heads.head(rel);
+        let draft = match (head, current) {
+            (None, Some((sha, bytes))) => {
+                Some((Op::Created, sha.to_owned(), bytes.len() as u64, Some(bytes)))
+            }
+            (Some(h), Some((sha, bytes))) if h.op == Op::Deleted || h.sha256 != sha => {
+                let op = if h.op == Op::Deleted {
+                    Op::Created
+                } else {
+                    Op::Modified
+                };
+                Some((op, sha.to_owned(), bytes.len() as u64, Some(bytes)))
+            }
+            (Some(h), None) if h.op != Op::Deleted => {
+                Some((Op::Deleted, h.sha256.clone(), h.size, None))
+            }
+            _ => None,
+        };
+        if let Some((op, sha, size, bytes)) = draft {
+            if let Some(bytes) = bytes {
+                history::save_object(self.store, &sha, bytes)?;
+            }
+            self.drafts.push(Draft {
+                op,
+                path: rel.to_owned(),
+                from: None,
+                actor: EXTERNAL.to_owned(),
+                sha256: sha,
+                size,
+            });
+        }
+        Ok(())
+    }
+
+    /// Adds the version this mutation makes; `bytes` is the content to keep (none for a
+    /// deletion or rename, whose content is already kept).
+    pub fn note(
+        &mut self,
+        op: Op,
+        rel: &str,
+        from: Option<&str>,
+        actor: &str,
+        sha: &str,
+        size: u64,
+        bytes: Option<&[u8]>,
+    ) -> Result<()> {
+        if self.heads.is_none() {
+            return Ok(());
+        }
+        if let Some(bytes) = bytes {
+            history::save_object(self.store, sha, bytes)?;
+        }
+        self.drafts.push(Draft {
+            op,
+            path: rel.to_owned(),
+            from: from.map(str::to_owned),
+            actor: actor.to_owned(),
+            sha256: sha.to_owned(),
+            size,
+        });
+        Ok(())
+    }
+
+    /// Writes the intent, just before the mutation touches the files.
+    pub fn begin(&mut self) -> Result<()> {
+        let Some(heads) = &self.heads else {
+            return Ok(());
+        };
+        if self.drafts.is_empty() {
+            return Ok(());
+        }
+        let now = text::rfc3339_millis(std::time::SystemTime::now());
+        self.records = history::begin(self.store, heads, std::mem::take(&mut self.drafts), &now)?;
+        Ok(())
+    }
+
+    /// Appends the records after the mutation succeeded; returns the versions made.
+    pub fn commit(mut self) -> Vec<u64> {
+        let Some(heads) = self.heads.as_mut() else {
+            return Vec::new();
+        };
+        if self.records.is_empty() {
+            return Vec::new();
+        }
+        if let Err(e) = history::commit(self.store, heads, &self.records) {
+            // The mutation is durable; the intent stays and the next lock holder appends it.
+            tracing::error!(error = %e, "could not append to the history log; it will be completed later");
+        }
+        self.records
+            .iter()
+            .filter(|r| r.actor != EXTERNAL)
+            .map(|r| r.version)
+            .collect()
+    }
+
+    /// The mutation failed: drop the intent (nothing happened).
+    pub fn abandon(self) {
+        if !self.records.is_empty() {
+            let _ = history::abandon(self.store);
+        }
+    }
+}

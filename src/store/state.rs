@@ -1,0 +1,133 @@
+//! The store's own state files under `.memdir/` (history log, content objects): durable
+//! creation, appends, reads and removal, through the same directory handle as memories.
+//! Names here come from memdir, never from agents.
+
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::os::fd::AsFd;
+
+use cap_fs_ext::OpenOptionsMaybeDirExt;
+use cap_std::fs::{Dir, OpenOptions};
+
+use super::{STATE_DIR, Store};
+use crate::error::{Error, Result};
+
+fn state_error(e: std::io::Error) -> Error {
+    Error::Io {
+        path: STATE_DIR.to_owned(),
+        source: e
+            .raw_os_error()
+            .map(std::io::Error::from_raw_os_error)
+            .unwrap_or_else(|| std::io::Error::from(e.kind())),
+    }
+}
+
+impl Store {
+    /// Creates the folders of state path `rel` (e.g. `.memdir/history/objects/ab`).
+    pub fn state_dirs(&self, rel: &str) -> Result<()> {
+        match self.dir.create_dir_all(rel) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(state_error(e)),
+        }
+    }
+
+    fn state_parent(&self, rel: &str) -> Result<(Dir, String)> {
+        let (dir, name) = rel.rsplit_once('/').unwrap_or((".", rel));
+        let mut options = OpenOptions::new();
+        options.read(true).maybe_dir(true);
+        let handle = self.dir.open_with(dir, &options).map_err(state_error)?;
+        Ok((Dir::from_std_file(handle.into_std()), name.to_owned()))
+    }
+
+    /// Durably writes a whole state file (temp, fsync, rename, fsync folder).
+    pub fn state_write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        let (parent, name) = self.state_parent(rel)?;
+        let temp = format!("{name}.tmp-{}", std::process::id());
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        let mut file = parent.open_with(&temp, &options).map_err(state_error)?;
+        file.write_all(bytes).map_err(state_error)?;
+        file.sync_all().map_err(state_error)?;
+        drop(file);
+        parent.rename(&temp, &parent, &name).map_err(state_error)?;
+        rustix::fs::fsync(parent.as_fd()).map_err(|e| state_error(e.into()))?;
+        Ok(())
+    }
+
+    /// Writes a state file without syncing it (intent that only has to survive a crash of
+    /// this process, not of the machine).
+    pub fn state_write_unsynced(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        let mut options = OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        let mut file = self.dir.open_with(rel, &options).map_err(state_error)?;
+        file.write_all(bytes).map_err(state_error)
+    }
+
+    /// Appends to a state file and fsyncs it. One `write` per call, so concurrent appends
+    /// (which the store lock already prevents) could not interleave.
+    pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+        let mut options = OpenOptions::new();
+        options.append(true).create(true);
+        let mut file = self.dir.open_with(rel, &options).map_err(state_error)?;
+        file.write_all(bytes).map_err(state_error)?;
+        file.sync_data().map_err(state_error)
+    }
+
+    /// Bytes of a state file from `offset` on; empty if it does not exist.
+    pub fn state_read_from(&self, rel: &str, offset: u64) -> Result<Vec<u8>> {
+        let mut file = match self.dir.open(rel) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(state_error(e)),
+        };
+        file.seek(SeekFrom::Start(offset)).map_err(state_error)?;
+        let mut out = Vec::new();
+        file.read_to_end(&mut out).map_err(state_error)?;
+        Ok(out)
+    }
+
+    /// The size of a state file (0 if absent).
+    pub fn state_len(&self, rel: &str) -> Result<u64> {
+        match self.dir.metadata(rel) {
+            Ok(m) => Ok(m.len()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(state_error(e)),
+        }
+    }
+
+    /// Cuts a state file to `len` bytes and fsyncs it (repairing a torn append).
+    pub fn state_truncate(&self, rel: &str, len: u64) -> Result<()> {
+        let mut options = OpenOptions::new();
+        options.write(true);
+        let file = self.dir.open_with(rel, &options).map_err(state_error)?;
+        file.set_len(len).map_err(state_error)?;
+        file.sync_all().map_err(state_error)
+    }
+
+    /// Whether a state file exists.
+    pub fn state_exists(&self, rel: &str) -> bool {
+        self.dir.metadata(rel).is_ok()
+    }
+
+    /// Removes a state file if it exists.
+    pub fn state_remove(&self, rel: &str) -> Result<()> {
+        match self.dir.remove_file(rel) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(state_error(e)),
+        }
+    }
+
+    /// Names in a state folder (empty if absent).
+    pub fn state_list(&self, rel: &str) -> Vec<String> {
+        self.dir
+            .read_dir(rel)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
