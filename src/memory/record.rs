@@ -116,30 +116,14 @@ impl Recorder<'_> {
 
     /// Adds the version this mutation makes; `bytes` is the content to keep (none for a
     /// deletion or rename, whose content is already kept).
-    pub fn note(
-        &mut self,
-        op: Op,
-        rel: &str,
-        from: Option<&str>,
-        actor: &str,
-        sha: &str,
-        size: u64,
-        bytes: Option<&[u8]>,
-    ) -> Result<()> {
+    pub fn note(&mut self, draft: Draft, bytes: Option<&[u8]>) -> Result<()> {
         if self.heads.is_none() {
             return Ok(());
         }
         if let Some(bytes) = bytes {
-            history::save_object(self.store, sha, bytes)?;
+            history::save_object(self.store, &draft.sha256, bytes)?;
         }
-        self.drafts.push(Draft {
-            op,
-            path: rel.to_owned(),
-            from: from.map(str::to_owned),
-            actor: actor.to_owned(),
-            sha256: sha.to_owned(),
-            size,
-        });
+        self.drafts.push(draft);
         Ok(())
     }
 

@@ -7,7 +7,7 @@ use super::sync::Change;
 use super::{Current, Memdir};
 use crate::edit::{self, Edited};
 use crate::error::{Error, Result};
-use crate::history::{self, Op};
+use crate::history::{self, Draft, Op};
 use crate::path::MemPath;
 use crate::secrets;
 use crate::store::{EntryKind, WriteMode};
@@ -193,12 +193,14 @@ impl Memdir {
             Op::Modified
         };
         rec.note(
-            op,
-            &rel,
-            None,
-            actor,
-            &new_sha,
-            content.len() as u64,
+            Draft {
+                op,
+                path: rel.clone(),
+                from: None,
+                actor: actor.to_owned(),
+                sha256: new_sha.clone(),
+                size: content.len() as u64,
+            },
             Some(content.as_bytes()),
         )?;
         rec.begin()?;
@@ -267,12 +269,14 @@ impl Memdir {
             let rel = p.rel();
             rec.note_current(&rel, Some((&cur.sha256, cur.text.as_bytes())))?;
             rec.note(
-                Op::Modified,
-                &rel,
-                None,
-                req.actor,
-                &new_sha,
-                new_text.len() as u64,
+                Draft {
+                    op: Op::Modified,
+                    path: rel.clone(),
+                    from: None,
+                    actor: req.actor.to_owned(),
+                    sha256: new_sha.clone(),
+                    size: new_text.len() as u64,
+                },
                 Some(new_text.as_bytes()),
             )?;
             rec.begin()?;
@@ -371,12 +375,14 @@ impl Memdir {
         for (old, new, sha, bytes) in &moving {
             rec.note_current(old, Some((sha, bytes)))?;
             rec.note(
-                Op::Renamed,
-                new,
-                Some(old),
-                actor,
-                sha,
-                bytes.len() as u64,
+                Draft {
+                    op: Op::Renamed,
+                    path: new.to_owned(),
+                    from: Some(old.to_owned()),
+                    actor: actor.to_owned(),
+                    sha256: sha.to_owned(),
+                    size: bytes.len() as u64,
+                },
                 None,
             )?;
         }
@@ -449,12 +455,14 @@ impl Memdir {
                     let (rel, sha) = (entry.path.rel(), text::sha256_hex(&data.bytes));
                     rec.note_current(&rel, Some((&sha, &data.bytes)))?;
                     rec.note(
-                        Op::Deleted,
-                        &rel,
-                        None,
-                        actor,
-                        &sha,
-                        data.bytes.len() as u64,
+                        Draft {
+                            op: Op::Deleted,
+                            path: rel.clone(),
+                            from: None,
+                            actor: actor.to_owned(),
+                            sha256: sha.clone(),
+                            size: data.bytes.len() as u64,
+                        },
                         None,
                     )?;
                 }
@@ -494,12 +502,14 @@ impl Memdir {
                 let rel = p.rel();
                 rec.note_current(&rel, Some((&cur.sha256, cur.text.as_bytes())))?;
                 rec.note(
-                    Op::Deleted,
-                    &rel,
-                    None,
-                    actor,
-                    &cur.sha256,
-                    cur.text.len() as u64,
+                    Draft {
+                        op: Op::Deleted,
+                        path: rel.clone(),
+                        from: None,
+                        actor: actor.to_owned(),
+                        sha256: cur.sha256.clone(),
+                        size: cur.text.len() as u64,
+                    },
                     None,
                 )?;
             }
