@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::history::Retention;
-use crate::memory::{IndexLocation, ListRequest, Memdir, SearchRequest, Settings};
+use crate::memory::{HistoryRequest, IndexLocation, ListRequest, Memdir, SearchRequest, Settings};
 use crate::store::StoreConfig;
 
 /// memdir: durable, searchable memory for AI agents, served over MCP (stdio).
@@ -79,6 +79,34 @@ pub enum Command {
     },
     /// Print one memory with numbered lines.
     Read { path: String },
+    /// Show the versions of a memory (or of everything under a folder), newest first.
+    History {
+        #[arg(default_value = "/")]
+        path: String,
+        /// Most versions to show.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print the content of this version instead.
+        #[arg(long)]
+        version: Option<u64>,
+        /// Print JSON lines (one version per line) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore a version's content at PATH (recorded as a new version by `cli`).
+    Restore {
+        path: String,
+        #[arg(long)]
+        version: u64,
+    },
+    /// Erase a version's content and path from the history, keeping who and when. The
+    /// content leaves the disk unless another kept version holds the same bytes.
+    Redact {
+        #[arg(long)]
+        version: u64,
+        /// The store's name (default: the first store).
+        store: Option<String>,
+    },
     /// Search memory contents.
     Search {
         query: String,
@@ -200,6 +228,63 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                     None => break,
                 }
             }
+        }
+        Command::History {
+            path,
+            limit,
+            version,
+            json,
+        } => {
+            let r = memdir.history(&HistoryRequest {
+                path: Some(path),
+                limit: *limit,
+                cursor: None,
+                version: *version,
+            })?;
+            if let Some(content) = r.content {
+                print!("{content}");
+                return Ok(());
+            }
+            for v in r.versions {
+                if *json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "version": v.version, "path": v.path, "from": v.from,
+                            "operation": format!("{:?}", v.operation).to_lowercase(),
+                            "at": v.at, "actor": v.actor, "content_sha256": v.content_sha256,
+                            "size_bytes": v.size_bytes, "redacted": v.redacted,
+                        })
+                    );
+                } else {
+                    let what = if v.redacted {
+                        "[redacted]".to_owned()
+                    } else {
+                        v.path
+                    };
+                    println!(
+                        "v{:<6} {}  {:<9} {}  by {}  {} bytes",
+                        v.version,
+                        v.at,
+                        format!("{:?}", v.operation).to_lowercase(),
+                        what,
+                        v.actor,
+                        v.size_bytes
+                    );
+                }
+            }
+        }
+        Command::Restore { path, version } => {
+            let r = memdir.restore(path, *version, None, "cli")?;
+            println!(
+                "restored version {version} at {} (now version {})",
+                r.path,
+                r.version.map_or("unchanged".into(), |v| v.to_string())
+            );
+        }
+        Command::Redact { version, store } => {
+            let r = memdir.redact(store.as_deref(), *version)?;
+            println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
         }
         Command::Read { path } => {
             let r = memdir.read(path, None)?;

@@ -74,6 +74,13 @@ pub fn age_days(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// Whole days since 1970-01-01 at `t`.
+pub fn days_since_epoch(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0)
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;

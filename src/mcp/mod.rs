@@ -129,9 +129,17 @@ fn answer<T, O: Serialize>(
 /// Serves MCP over stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
     let server = MemdirServer::new(memdir);
-    // Bring the search indexes up to date while the client starts talking.
+    // Bring the search indexes up to date while the client starts talking,
+    // and complete and trim the history.
     let memdir = Arc::clone(&server.memdir);
-    tokio::task::spawn_blocking(move || memdir.warm_indexes());
+    tokio::task::spawn_blocking(move || {
+        match memdir.maintain() {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(versions = n, "dropped versions beyond the retention"),
+            Err(e) => tracing::warn!(error = %e, "history upkeep failed"),
+        }
+        memdir.warm_indexes();
+    });
     let service = server.serve(rmcp::transport::stdio()).await?;
     service.waiting().await?;
     Ok(())

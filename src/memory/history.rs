@@ -69,8 +69,13 @@ impl Memdir {
         };
         let mut out = Vec::new();
         for scope in &scopes {
-            if !scope.is_root() && self.settings.history && !self.store(scope).read_only {
-                self.notice(scope)?;
+            if self.settings.history && !self.store(scope).read_only {
+                if scope.is_root() {
+                    // Taking the lock completes the history of an interrupted mutation.
+                    drop(self.recorder(scope)?);
+                } else {
+                    self.notice(scope)?;
+                }
             }
             let rel = scope.rel();
             let under = format!("{rel}/");

@@ -50,6 +50,63 @@ impl Memdir {
         })
     }
 
+    /// Redacts version `version` of store `store_name` (the first store if `None`): its
+    /// content and path are erased, who and when stay.
+    pub fn redact(&self, store_name: Option<&str>, version: u64) -> Result<Record> {
+        let root = self.store_root(store_name)?;
+        let _rec = self.recorder(&root)?;
+        history::redact(self.store(&root), version)
+    }
+
+    /// Start-up upkeep of every writable store's history: completes what a crash left
+    /// (repair happens whenever the lock is taken) and applies the retention settings.
+    /// Returns how many versions the retention dropped.
+    pub fn maintain(&self) -> Result<usize> {
+        let retention = self.settings.retention;
+        if !self.settings.history {
+            return Ok(0);
+        }
+        let mut dropped = 0;
+        for (i, store) in self.stores().iter().enumerate() {
+            if store.read_only {
+                continue;
+            }
+            let root = MemPath::root(i, &store.name);
+            let _rec = self.recorder(&root)?;
+            if retention.keep_versions.is_none() && retention.keep_days.is_none() {
+                continue;
+            }
+            let live: std::collections::HashMap<String, String> = store
+                .walk(&root, None)?
+                .into_iter()
+                .filter(|e| e.kind == crate::store::EntryKind::File)
+                .filter_map(|e| {
+                    store
+                        .read(&e.path)
+                        .ok()
+                        .map(|d| (e.path.rel(), text::sha256_hex(&d.bytes)))
+                })
+                .collect();
+            let today = text::days_since_epoch(std::time::SystemTime::now());
+            dropped += history::prune(store, retention, &live, today)?;
+        }
+        Ok(dropped)
+    }
+
+    fn store_root(&self, store_name: Option<&str>) -> Result<MemPath> {
+        let i = match store_name {
+            None => 0,
+            Some(name) => self
+                .stores()
+                .iter()
+                .position(|s| s.name == name)
+                .ok_or_else(|| {
+                    crate::error::Error::InvalidArgument(format!("no store named `{name}`"))
+                })?,
+        };
+        Ok(MemPath::root(i, &self.stores()[i].name))
+    }
+
     /// Whether the files are in the state a pending record describes.
     fn happened(&self, p: &MemPath, r: &Record) -> bool {
         if r.actor == EXTERNAL {

@@ -1,0 +1,497 @@
+//! Version history through the real binary: versions per mutation with the client as
+//! actor, restore, redaction, several processes appending, crashes, and the history folder
+//! staying invisible to every tool.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Sandbox, Server, sha256_hex};
+use serde_json::{Value, json};
+
+fn log_lines(store: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(store.join(".memdir/history/log.jsonl")).unwrap_or_default();
+    assert!(
+        text.is_empty() || text.ends_with('\n'),
+        "the log ends with a whole record"
+    );
+    text.lines()
+        .map(|l| serde_json::from_str(l).expect("a well-formed record"))
+        .collect()
+}
+
+fn versions(r: &Value) -> Vec<Value> {
+    r["versions"].as_array().unwrap().clone()
+}
+
+#[tokio::test]
+async fn mutations_make_versions_with_the_client_as_actor() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let w = s
+        .ok("memory_write", json!({"path": "a.md", "content": "one\n"}))
+        .await;
+    assert_eq!(w["version"], 1);
+    let e = s
+        .ok(
+            "memory_edit",
+            json!({"path": "a.md", "append_text": "two\n"}),
+        )
+        .await;
+    assert_eq!(e["version"], 2);
+    s.ok(
+        "memory_edit",
+        json!({"path": "a.md", "new_path": "notes/a.md"}),
+    )
+    .await;
+    let d = s.ok("memory_delete", json!({"path": "notes"})).await;
+    assert_eq!(d["versions"], json!([4]));
+    let unchanged = s
+        .ok("memory_write", json!({"path": "b.md", "content": "same"}))
+        .await;
+    let again = s
+        .ok("memory_write", json!({"path": "b.md", "content": "same"}))
+        .await;
+    assert!(again.get("version").is_none(), "a no-op makes no version");
+
+    let h = s.ok("memory_history", json!({"path": "/memories/"})).await;
+    let v = versions(&h);
+    let ops: Vec<(&str, &str)> = v
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("created", "/memories/b.md"),
+            ("deleted", "/memories/notes/a.md"),
+            ("renamed", "/memories/notes/a.md"),
+            ("modified", "/memories/a.md"),
+            ("created", "/memories/a.md"),
+        ]
+    );
+    assert_eq!(v[0]["version"], unchanged["version"]);
+    assert_eq!(v[2]["from"], "/memories/a.md");
+    for version in &v {
+        let actor = version["actor"].as_str().unwrap();
+        assert!(
+            actor.starts_with("rmcp/"),
+            "the MCP client's clientInfo is the actor: {actor}"
+        );
+        assert_eq!(version["redacted"], false);
+    }
+    assert_eq!(
+        v[1]["content_sha256"],
+        sha256_hex(b"one\ntwo\n"),
+        "a deletion records what was deleted"
+    );
+
+    // A memory's own history follows it across the rename.
+    let mine = s
+        .ok("memory_history", json!({"path": "/memories/notes/a.md"}))
+        .await;
+    assert_eq!(versions(&mine).len(), 2);
+    let one = s
+        .ok("memory_history", json!({"path": "/memories", "version": 1}))
+        .await;
+    assert_eq!(one["content"], "one\n");
+
+    // Pagination, newest first.
+    let page = s.ok("memory_history", json!({"limit": 2})).await;
+    assert_eq!(versions(&page).len(), 2);
+    let cursor = page["next_cursor"].as_str().unwrap().to_owned();
+    let rest = s
+        .ok("memory_history", json!({"limit": 10, "cursor": cursor}))
+        .await;
+    assert_eq!(versions(&rest).len(), 3);
+    assert_eq!(versions(&rest)[0]["version"], 3);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn files_changed_outside_are_recorded_as_external() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("pre.md"), "written by a person\n").unwrap();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "pre.md", "append_text": "agent line\n"}),
+    )
+    .await;
+    std::fs::write(sb.store().join("pre.md"), "edited in an editor\n").unwrap();
+    let h = s.ok("memory_history", json!({"path": "pre.md"})).await;
+    let v = versions(&h);
+    let seen: Vec<(&str, &str)> = v
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["actor"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen[0],
+        ("modified", "external"),
+        "the editor's change, noticed: {seen:?}"
+    );
+    assert_eq!(
+        seen[2],
+        ("created", "external"),
+        "the state before the first edit: {seen:?}"
+    );
+    assert_eq!(v[0]["content_sha256"], sha256_hex(b"edited in an editor\n"));
+    // The original, never written through memdir, can be restored.
+    let first = v[2]["version"].as_u64().unwrap();
+    s.ok(
+        "memory_write",
+        json!({"path": "pre.md", "restore_version": first}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("pre.md")).unwrap(),
+        "written by a person\n"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn restore_brings_back_a_deleted_memory_byte_for_byte() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let content = "línea 1 — ünïcödé\r\nno final newline 数据库";
+    let w = s
+        .ok(
+            "memory_write",
+            json!({"path": "keep/me.md", "content": content}),
+        )
+        .await;
+    s.ok("memory_delete", json!({"path": "keep/me.md"})).await;
+    assert!(!sb.store().join("keep/me.md").exists());
+    let r = s
+        .ok(
+            "memory_write",
+            json!({"path": "keep/me.md", "restore_version": w["version"]}),
+        )
+        .await;
+    assert_eq!(r["created"], true);
+    assert_eq!(
+        std::fs::read(sb.store().join("keep/me.md")).unwrap(),
+        content.as_bytes()
+    );
+    let h = s
+        .ok("memory_history", json!({"path": "keep/me.md", "limit": 1}))
+        .await;
+    assert_eq!(
+        versions(&h)[0]["version"],
+        r["version"],
+        "the restore is itself a version"
+    );
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "x.md", "restore_version": 999}),
+        )
+        .await;
+    assert!(e.contains("no version 999"), "{e}");
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "x.md", "content": "a", "restore_version": 1}),
+        )
+        .await;
+    assert!(e.contains("not both"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn redaction_erases_content_but_keeps_who_and_when() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start(&["--root", &root, "--allow-secrets"], &[]).await;
+    let secret = "api password hunter2-f00ba4-leaked";
+    let leaked = s
+        .ok(
+            "memory_write",
+            json!({"path": "ops.md", "content": format!("{secret}\n")}),
+        )
+        .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "ops.md", "content": "rotated; see the vault\n"}),
+    )
+    .await;
+    s.stop().await;
+
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "--root",
+            &root,
+            "redact",
+            "--version",
+            &leaked["version"].to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let grep = walkdir::WalkDir::new(sb.store())
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| String::from_utf8_lossy(&std::fs::read(e.path()).unwrap()).contains(secret))
+        .map(|e| e.path().to_owned())
+        .collect::<Vec<_>>();
+    assert!(grep.is_empty(), "the secret is still on disk in {grep:?}");
+    let s = Server::start(&["--root", &root], &[]).await;
+    let h = s.ok("memory_history", json!({})).await;
+    let v = versions(&h);
+    let redacted = v
+        .iter()
+        .find(|v| v["version"] == leaked["version"])
+        .expect("the record remains");
+    assert_eq!(redacted["redacted"], true);
+    assert_eq!(redacted["path"], "");
+    assert!(redacted["actor"].as_str().unwrap().starts_with("rmcp/"));
+    assert!(!redacted["at"].as_str().unwrap().is_empty());
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "ops.md", "restore_version": leaked["version"]}),
+        )
+        .await;
+    assert!(e.contains("redacted"), "{e}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_processes_append_exactly_400_records() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let mut tasks = Vec::new();
+    for p in 0..4 {
+        let s = Arc::new(Server::start(&["--root", &root, "--no-index"], &[]).await);
+        tasks.push(tokio::spawn(async move {
+            for k in 0..100 {
+                match k % 4 {
+                    0 | 1 => s.ok("memory_write", json!({"path": "shared.md", "content": format!("process {p} step {k}\n")})).await,
+                    2 => s.ok("memory_write", json!({"path": format!("own/{p}.md"), "content": format!("{p}/{k}")})).await,
+                    _ => s.ok("memory_edit", json!({"path": format!("own/{p}.md"), "append_text": format!("+{k}")})).await,
+                };
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let records = log_lines(&sb.store());
+    assert_eq!(records.len(), 400);
+    let mut numbers: Vec<u64> = records
+        .iter()
+        .map(|r| r["version"].as_u64().unwrap())
+        .collect();
+    numbers.sort();
+    assert_eq!(
+        numbers,
+        (1..=400).collect::<Vec<_>>(),
+        "versions are unique and contiguous"
+    );
+    for r in &records {
+        let sha = r["sha256"].as_str().unwrap();
+        let object = sb
+            .store()
+            .join(format!(".memdir/history/objects/{}/{sha}", &sha[..2]));
+        assert_eq!(
+            sha256_hex(&std::fs::read(&object).unwrap()),
+            sha,
+            "each version's content is kept"
+        );
+    }
+}
+
+/// Kills the server paused at `stage` of a write with history on; after a restart the
+/// history and the file agree.
+async fn history_survives_kill_at(stage: &str, expect_new: bool) {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start(&["--root", &root], &[]).await;
+    s.ok("memory_write", json!({"path": "m.md", "content": "old\n"}))
+        .await;
+    s.stop().await;
+    let mut paused = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", stage)]).await;
+    let peer = paused.client.peer().clone();
+    let call = tokio::spawn(async move {
+        let args = json!({"path": "m.md", "content": "new\n"});
+        let _ = peer
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("memory_write")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await;
+    });
+    paused
+        .wait_for_stderr(&format!("test pause at {stage}"))
+        .await;
+    paused.kill9();
+    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+
+    let s = Server::start(&["--root", &root], &[]).await;
+    let h = s.ok("memory_history", json!({"path": "m.md"})).await;
+    let on_disk = std::fs::read(sb.store().join("m.md")).unwrap();
+    assert_eq!(
+        on_disk,
+        if expect_new {
+            b"new\n".as_slice()
+        } else {
+            b"old\n".as_slice()
+        },
+        "{stage}"
+    );
+    assert_eq!(
+        versions(&h)[0]["content_sha256"],
+        sha256_hex(&on_disk),
+        "{stage}: the newest version is the file"
+    );
+    assert!(
+        !sb.store().join(".memdir/history/pending").exists(),
+        "{stage}: the intent was resolved"
+    );
+    let records = log_lines(&sb.store());
+    let mut numbers: Vec<u64> = records
+        .iter()
+        .map(|r| r["version"].as_u64().unwrap())
+        .collect();
+    numbers.dedup();
+    assert_eq!(numbers.len(), records.len(), "{stage}: no version twice");
+    s.ok(
+        "memory_write",
+        json!({"path": "m.md", "content": "after\n"}),
+    )
+    .await;
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn sigkill_before_the_rename_leaves_history_and_file_consistent() {
+    history_survives_kill_at("after-fsync", false).await;
+}
+
+#[tokio::test]
+async fn sigkill_after_the_rename_leaves_history_and_file_consistent() {
+    history_survives_kill_at("after-rename", true).await;
+}
+
+#[tokio::test]
+async fn a_torn_log_line_is_cut_at_restart() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start(&["--root", &root], &[]).await;
+    s.ok("memory_write", json!({"path": "a.md", "content": "1"}))
+        .await;
+    s.stop().await;
+    let log = sb.store().join(".memdir/history/log.jsonl");
+    let mut torn = std::fs::read(&log).unwrap();
+    torn.extend_from_slice(b"{\"version\":2,\"op\":\"modi");
+    std::fs::write(&log, torn).unwrap();
+    let s = Server::start(&["--root", &root], &[]).await;
+    let w = s
+        .ok("memory_write", json!({"path": "a.md", "content": "2"}))
+        .await;
+    assert_eq!(w["version"], 2);
+    assert_eq!(log_lines(&sb.store()).len(), 2);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn retention_keeps_the_current_version() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start(&["--root", &root], &[]).await;
+    for i in 0..6 {
+        s.ok(
+            "memory_write",
+            json!({"path": "a.md", "content": format!("v{i}")}),
+        )
+        .await;
+    }
+    s.ok("memory_write", json!({"path": "gone.md", "content": "bye"}))
+        .await;
+    s.ok("memory_delete", json!({"path": "gone.md"})).await;
+    s.stop().await;
+    let s = Server::start(&["--root", &root, "--keep-versions", "2"], &[]).await;
+    // Retention runs in the background at start; the history call waits for the lock.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let h = s.ok("memory_history", json!({"path": "a.md"})).await;
+    let v = versions(&h);
+    assert_eq!(v.len(), 2, "{v:?}");
+    assert_eq!(
+        v[0]["content_sha256"],
+        sha256_hex(b"v5"),
+        "the current version is kept"
+    );
+    let gone = s.ok("memory_history", json!({"path": "gone.md"})).await;
+    assert_eq!(versions(&gone).len(), 2);
+    let objects = walkdir::WalkDir::new(sb.store().join(".memdir/history/objects"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .count();
+    assert_eq!(
+        objects, 3,
+        "objects of dropped versions are removed (v4, v5, bye)"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_history_folder_is_invisible_to_every_tool() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "a.md", "content": "the word xylograph\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "a.md", "content": "replaced\n"}),
+    )
+    .await;
+    let all = s.ok("memory_list", json!({})).await;
+    assert_eq!(all["total"], 1, "{all}");
+    let shallow = s.ok("memory_list", json!({"depth": 3})).await;
+    assert!(!shallow.to_string().contains(".memdir"), "{shallow}");
+    let found = s.ok("memory_search", json!({"query": "xylograph"})).await;
+    assert_eq!(
+        found["total_hits"], 0,
+        "old content lives only in history, which is not searched"
+    );
+    for path in [
+        "/memories/.memdir",
+        "/memories/.memdir/history/log.jsonl",
+        ".memdir/history",
+        "/memories/.memdir/history/objects",
+    ] {
+        for (tool, args) in [
+            ("memory_read", json!({"path": path})),
+            ("memory_list", json!({"path": path})),
+            ("memory_write", json!({"path": path, "content": "x"})),
+            ("memory_delete", json!({"path": path})),
+            ("memory_history", json!({"path": path})),
+        ] {
+            let e = s.err(tool, args).await;
+            assert!(e.contains("reserved"), "{tool} {path}: {e}");
+        }
+    }
+    s.stop().await;
+}
