@@ -1,16 +1,19 @@
 //! Version history of a store: an append-only log of every mutation with who and when,
-//! and the content of every version, deduplicated by sha256. It lives in the store's
+//! and the content of every version, deduplicated by sha256: the first record of a given
+//! content carries it inline, later ones refer to it. It lives in the store's
 //! `.memdir/history/` folder, works for every process serving the store (appends happen
 //! under the store lock) and survives crashes:
 //!
-//! 1. the new content is written as an object (durable) before anything else;
-//! 2. the records about to be appended are written to `pending`;
-//! 3. the mutation happens (durable);
-//! 4. the records are appended to `log.jsonl` (fsync) and `pending` is removed.
+//! 1. the records about to be appended (with any new content) are written to `pending`;
+//! 2. the mutation happens (durable);
+//! 3. the records are appended to `log.jsonl` in one write and fdatasync'd; `pending` is
+//!    removed.
 //!
-//! Repair, done by the next holder of the store lock: a torn last line of the log is cut
-//! off; `pending` records are appended only if the files are in the state they describe.
-//! Nothing rewrites the log except redaction and retention.
+//! A record and the content it introduces are one line, so no version can point at
+//! missing content. Repair, done by the next holder of the store lock: a torn last line
+//! is cut off; `pending` records are appended only if the files are in the state they
+//! describe. Nothing rewrites the log except redaction and retention, which move content
+//! to a surviving record of the same bytes before dropping it.
 
 use std::collections::{HashMap, HashSet};
 
@@ -20,7 +23,6 @@ use crate::error::{Error, Result};
 use crate::store::Store;
 
 const LOG: &str = ".memdir/history/log.jsonl";
-const OBJECTS: &str = ".memdir/history/objects";
 const PENDING: &str = ".memdir/history/pending";
 const HISTORY: &str = ".memdir/history";
 
@@ -53,6 +55,30 @@ pub struct Record {
     pub size: u64,
     #[serde(default)]
     pub redacted: bool,
+    /// The content, on the first record of each distinct content (UTF-8 text).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// The content, when it is not UTF-8 (a file removed with its folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_base64: Option<String>,
+}
+
+impl Record {
+    fn has_content(&self) -> bool {
+        self.content.is_some() || self.content_base64.is_some()
+    }
+
+    fn take_content(&mut self) -> (Option<String>, Option<String>) {
+        (self.content.take(), self.content_base64.take())
+    }
+
+    fn content_bytes(&self) -> Option<Vec<u8>> {
+        match (&self.content, &self.content_base64) {
+            (Some(text), _) => Some(text.clone().into_bytes()),
+            (None, Some(b64)) => base64_decode(b64),
+            _ => None,
+        }
+    }
 }
 
 /// A record to be made: everything but its number.
@@ -64,15 +90,20 @@ pub struct Draft {
     pub actor: String,
     pub sha256: String,
     pub size: u64,
+    /// The content, to be stored unless the log already has it.
+    pub bytes: Option<Vec<u8>>,
 }
 
-/// What a process knows of the log: the latest record per path, up to an offset. Kept
-/// per process and brought forward by reading only what others appended since.
+/// What a process knows of the log: the latest record per path, and where the log keeps
+/// each content, up to an offset. Kept per process and brought forward by reading only
+/// what others appended since.
 #[derive(Debug, Default)]
 pub struct Heads {
     offset: u64,
     last_version: u64,
     heads: HashMap<String, Record>,
+    /// sha256 → offset of the line that carries the content.
+    contents: HashMap<String, u64>,
 }
 
 /// Retention: how many versions per path, and for how long.
@@ -82,25 +113,28 @@ pub struct Retention {
     pub keep_days: Option<u64>,
 }
 
-fn object_path(sha: &str) -> String {
-    format!("{OBJECTS}/{}/{sha}", &sha[..2])
-}
-
-/// Parses complete log lines; a malformed line (which repair removes) is skipped.
-fn parse(bytes: &[u8]) -> (Vec<Record>, u64) {
+/// Parses complete log lines with their offsets (relative to `bytes`); a malformed line
+/// (which repair removes) is skipped.
+fn parse(bytes: &[u8]) -> (Vec<(u64, Record)>, u64) {
     let mut out = Vec::new();
     let mut consumed = 0u64;
     for line in bytes.split_inclusive(|&b| b == b'\n') {
         if !line.ends_with(b"\n") {
             break;
         }
-        consumed += line.len() as u64;
         match serde_json::from_slice::<Record>(line) {
-            Ok(r) => out.push(r),
+            Ok(r) => out.push((consumed, r)),
             Err(e) => tracing::warn!(error = %e, "skipped a malformed history record"),
         }
+        consumed += line.len() as u64;
     }
     (out, consumed)
+}
+
+fn to_line(r: &Record, out: &mut Vec<u8>) -> Result<()> {
+    serde_json::to_writer(&mut *out, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    out.push(b'\n');
+    Ok(())
 }
 
 impl Heads {
@@ -116,9 +150,14 @@ impl Heads {
         }
         let bytes = store.state_read_from(LOG, self.offset)?;
         let (records, consumed) = parse(&bytes);
+        let base = self.offset;
         self.offset += consumed;
-        for r in records {
+        for (at, mut r) in records {
             self.last_version = self.last_version.max(r.version);
+            if r.has_content() {
+                self.contents.entry(r.sha256.clone()).or_insert(base + at);
+                r.take_content();
+            }
             if !r.redacted {
                 if let Some(from) = &r.from {
                     self.heads.remove(from);
@@ -133,15 +172,39 @@ impl Heads {
     pub fn head(&self, rel: &str) -> Option<&Record> {
         self.heads.get(rel)
     }
+
+    /// Whether the log already keeps this content.
+    pub fn has_content(&self, sha: &str) -> bool {
+        self.contents.contains_key(sha)
+    }
+
+    /// The content with this sha256, if the log keeps it.
+    pub fn content(&mut self, store: &Store, sha: &str) -> Result<Option<Vec<u8>>> {
+        for _ in 0..2 {
+            self.refresh(store)?;
+            let Some(&at) = self.contents.get(sha) else {
+                return Ok(None);
+            };
+            let bytes = store.state_read_from(LOG, at)?;
+            let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
+            match serde_json::from_slice::<Record>(line) {
+                Ok(r) if r.sha256 == sha && r.has_content() => return Ok(r.content_bytes()),
+                // The log was rewritten under us: read it again from the start.
+                _ => *self = Heads::default(),
+            }
+        }
+        Ok(None)
+    }
 }
 
 /// Makes the history consistent after a crash: cuts a torn last line, and appends the
 /// `pending` records whose mutation happened (`happened` checks one against the files).
 pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
     let len = store.state_len(LOG)?;
-    if len > 0 {
-        let tail = store.state_read_from(LOG, len.saturating_sub(64 * 1024))?;
-        if !tail.ends_with(b"\n") {
+    // Whole records end with a newline: one byte tells whether the last append was torn.
+    if len > 0 && store.state_read_from(LOG, len - 1)? != b"\n" {
+        let tail = store.state_read_from(LOG, len.saturating_sub(1024 * 1024))?;
+        {
             let cut = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             let keep = len - tail.len() as u64 + cut as u64;
             tracing::warn!(bytes = len - keep, "cut a torn record off the history log");
@@ -153,7 +216,11 @@ pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
     }
     let pending = store.state_read_from(PENDING, 0)?;
     let (records, _) = parse(&pending);
-    let done: Vec<&Record> = records.iter().filter(|r| happened(r)).collect();
+    let done: Vec<&Record> = records
+        .iter()
+        .map(|(_, r)| r)
+        .filter(|r| happened(r))
+        .collect();
     if !done.is_empty() {
         tracing::info!(
             records = done.len(),
@@ -167,56 +234,49 @@ pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
 fn append<'r>(store: &Store, records: impl Iterator<Item = &'r Record>) -> Result<()> {
     let mut bytes = Vec::new();
     for r in records {
-        serde_json::to_writer(&mut bytes, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        bytes.push(b'\n');
+        to_line(r, &mut bytes)?;
     }
     store.state_append(LOG, &bytes)
 }
 
-/// Stores content as an object (once per distinct content).
-pub fn save_object(store: &Store, sha: &str, bytes: &[u8]) -> Result<()> {
-    let path = object_path(sha);
-    if store.state_exists(&path) {
-        return Ok(());
-    }
-    store.state_dirs(&format!("{OBJECTS}/{}", &sha[..2]))?;
-    store.state_write(&path, bytes)
-}
-
-/// The content of an object, if it is still there.
-pub fn read_object(store: &Store, sha: &str) -> Result<Option<Vec<u8>>> {
-    if sha.len() < 2 {
-        return Ok(None);
-    }
-    let path = object_path(sha);
-    if !store.state_exists(&path) {
-        return Ok(None);
-    }
-    store.state_read_from(&path, 0).map(Some)
-}
-
-/// Numbers the drafts and writes them as the pending intent (before the mutation).
+/// Numbers the drafts, attaches content the log does not keep yet, and writes them as the
+/// pending intent (before the mutation).
 pub fn begin(store: &Store, heads: &Heads, drafts: Vec<Draft>, at: &str) -> Result<Vec<Record>> {
     store.state_dirs(HISTORY)?;
+    let mut carried: HashSet<String> = HashSet::new();
     let records: Vec<Record> = drafts
         .into_iter()
         .enumerate()
-        .map(|(i, d)| Record {
-            version: heads.last_version + 1 + i as u64,
-            op: d.op,
-            path: d.path,
-            from: d.from,
-            at: at.to_owned(),
-            actor: d.actor,
-            sha256: d.sha256,
-            size: d.size,
-            redacted: false,
+        .map(|(i, d)| {
+            let new = !heads.has_content(&d.sha256) && !carried.contains(&d.sha256);
+            let (content, content_base64) = match d.bytes.filter(|_| new) {
+                Some(bytes) => {
+                    carried.insert(d.sha256.clone());
+                    match String::from_utf8(bytes) {
+                        Ok(text) => (Some(text), None),
+                        Err(e) => (None, Some(base64_encode(e.as_bytes()))),
+                    }
+                }
+                None => (None, None),
+            };
+            Record {
+                version: heads.last_version + 1 + i as u64,
+                op: d.op,
+                path: d.path,
+                from: d.from,
+                at: at.to_owned(),
+                actor: d.actor,
+                sha256: d.sha256,
+                size: d.size,
+                redacted: false,
+                content,
+                content_base64,
+            }
         })
         .collect();
     let mut bytes = Vec::new();
     for r in &records {
-        serde_json::to_writer(&mut bytes, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        bytes.push(b'\n');
+        to_line(r, &mut bytes)?;
     }
     store.state_write_unsynced(PENDING, &bytes)?;
     Ok(records)
@@ -234,40 +294,68 @@ pub fn abandon(store: &Store) -> Result<()> {
     store.state_remove(PENDING)
 }
 
-/// Every record, oldest first.
+/// Every record, oldest first, without their content.
 pub fn records(store: &Store) -> Result<Vec<Record>> {
-    Ok(parse(&store.state_read_from(LOG, 0)?).0)
+    Ok(parse(&store.state_read_from(LOG, 0)?)
+        .0
+        .into_iter()
+        .map(|(_, mut r)| {
+            r.take_content();
+            r
+        })
+        .collect())
 }
 
-/// Rewrites the log with `keep` applied to each record (redaction, retention), then removes
-/// objects no remaining (unredacted) record refers to, unless `live` still needs them.
-fn rewrite(
-    store: &Store,
-    live: &HashSet<String>,
-    mut keep: impl FnMut(Record) -> Option<Record>,
-) -> Result<usize> {
-    let all = records(store)?;
-    let before = all.len();
-    let kept: Vec<Record> = all.into_iter().filter_map(&mut keep).collect();
-    let mut bytes = Vec::new();
-    for r in &kept {
-        serde_json::to_writer(&mut bytes, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
-        bytes.push(b'\n');
-    }
-    store.state_write(LOG, &bytes)?;
-    let referenced: HashSet<&str> = kept
-        .iter()
-        .filter(|r| !r.redacted)
-        .map(|r| r.sha256.as_str())
-        .chain(live.iter().map(String::as_str))
+/// What a rewrite does with one record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Keep {
+    Record,
+    Redact,
+    Drop,
+}
+
+/// Rewrites the log (atomically) with `keep` applied to each record (redaction,
+/// retention). Content carried by a record that is dropped or redacted moves to the first
+/// surviving unredacted record of the same sha256, or leaves the log.
+fn rewrite(store: &Store, mut keep: impl FnMut(&Record) -> Keep) -> Result<usize> {
+    let all: Vec<Record> = parse(&store.state_read_from(LOG, 0)?)
+        .0
+        .into_iter()
+        .map(|(_, r)| r)
         .collect();
-    for prefix in store.state_list(OBJECTS) {
-        for name in store.state_list(&format!("{OBJECTS}/{prefix}")) {
-            if !referenced.contains(name.as_str()) {
-                store.state_remove(&format!("{OBJECTS}/{prefix}/{name}"))?;
+    let before = all.len();
+    let mut kept: Vec<Record> = Vec::with_capacity(all.len());
+    let mut orphaned: HashMap<String, (Option<String>, Option<String>)> = HashMap::new();
+    for mut r in all {
+        let decision = keep(&r);
+        if decision != Keep::Record && r.has_content() {
+            orphaned.insert(r.sha256.clone(), r.take_content());
+        }
+        match decision {
+            Keep::Drop => continue,
+            Keep::Redact => {
+                r.path.clear();
+                r.from = None;
+                r.sha256.clear();
+                r.size = 0;
+                r.redacted = true;
             }
+            Keep::Record => {}
+        }
+        kept.push(r);
+    }
+    // Hand each orphaned content to the first surviving record that refers to it.
+    for r in kept.iter_mut().filter(|r| !r.redacted && !r.has_content()) {
+        if let Some((text, b64)) = orphaned.remove(&r.sha256) {
+            r.content = text;
+            r.content_base64 = b64;
         }
     }
+    let mut bytes = Vec::new();
+    for r in &kept {
+        to_line(r, &mut bytes)?;
+    }
+    store.state_write(LOG, &bytes)?;
     Ok(before - kept.len())
 }
 
@@ -275,16 +363,15 @@ fn rewrite(
 /// the disk unless another unredacted version holds the same bytes.
 pub fn redact(store: &Store, version: u64) -> Result<Record> {
     let mut found = None;
-    rewrite(store, &HashSet::new(), |mut r| {
+    rewrite(store, |r| {
         if r.version == version {
-            r.path.clear();
-            r.from = None;
-            r.sha256.clear();
-            r.size = 0;
-            r.redacted = true;
-            found = Some(r.clone());
+            let mut shown = r.clone();
+            shown.take_content();
+            found = Some(shown);
+            Keep::Redact
+        } else {
+            Keep::Record
         }
-        Some(r)
     })?;
     found.ok_or_else(|| Error::InvalidArgument(format!("there is no version {version}")))
 }
@@ -319,16 +406,59 @@ pub fn prune(
         })
         .into_values()
         .collect();
-    let live_shas: HashSet<String> = live.values().cloned().collect();
-    rewrite(store, &live_shas, |r| {
+    rewrite(store, |r| {
         let too_many = retention
             .keep_versions
             .is_some_and(|k| rank[&r.version] >= k);
         let too_old = retention
             .keep_days
             .is_some_and(|d| days_of(&r.at).is_some_and(|day| now_days.saturating_sub(day) > d));
-        (current.contains(&r.version) || !(too_many || too_old)).then_some(r)
+        if current.contains(&r.version) || !(too_many || too_old) {
+            Keep::Record
+        } else {
+            Keep::Drop
+        }
     })
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+fn base64_encode(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = (chunk[0] as u32) << 16
+            | (*chunk.get(1).unwrap_or(&0) as u32) << 8
+            | *chunk.get(2).unwrap_or(&0) as u32;
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(BASE64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    for chunk in text.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        let mut pad = 0;
+        for (i, &c) in chunk.iter().enumerate() {
+            let v = match c {
+                b'=' => {
+                    pad += 1;
+                    0
+                }
+                _ => BASE64.iter().position(|&b| b == c)? as u32,
+            };
+            n |= v << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
 }
 
 /// Days since the epoch of an RFC 3339 date (`YYYY-MM-DD...`).
@@ -360,13 +490,31 @@ mod tests {
             sha256: "ab".repeat(32),
             size: 3,
             redacted: false,
+            content: Some("abc".into()),
+            content_base64: None,
         };
         let mut bytes = serde_json::to_vec(&r).unwrap();
         bytes.push(b'\n');
         let whole = bytes.len() as u64;
         bytes.extend_from_slice(b"{\"version\":2,\"op\":\"mod");
         let (records, consumed) = parse(&bytes);
-        assert_eq!((records, consumed), (vec![r], whole));
+        assert_eq!((records, consumed), (vec![(0, r)], whole));
+    }
+
+    #[test]
+    fn base64_round_trips() {
+        for bytes in [
+            &b""[..],
+            b"a",
+            b"ab",
+            b"abc",
+            b"abcd",
+            &[0xff, 0x00, 0xfe, 0x80, 0x7f],
+        ] {
+            assert_eq!(base64_decode(&base64_encode(bytes)).unwrap(), bytes);
+        }
+        assert_eq!(base64_encode(b"Man"), "TWFu");
+        assert_eq!(base64_encode(b"Ma"), "TWE=");
     }
 
     #[test]

@@ -115,7 +115,7 @@ impl Memdir {
         let content = if record.redacted {
             None
         } else {
-            history::read_object(store, &record.sha256)?
+            self.history_content(scope.store, &record.sha256)?
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
         };
         Ok(HistoryResult {

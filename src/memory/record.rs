@@ -107,6 +107,12 @@ impl Memdir {
         Ok(MemPath::root(i, &self.stores()[i].name))
     }
 
+    /// The content with this sha256 in store `i`'s history, if kept.
+    pub(crate) fn history_content(&self, i: usize, sha: &str) -> Result<Option<Vec<u8>>> {
+        let mut heads = self.heads[i].lock().unwrap_or_else(|e| e.into_inner());
+        heads.content(&self.stores()[i], sha)
+    }
+
     /// Whether the files are in the state a pending record describes.
     fn happened(&self, p: &MemPath, r: &Record) -> bool {
         if r.actor == EXTERNAL {
@@ -156,9 +162,6 @@ impl Recorder<'_> {
             _ => None,
         };
         if let Some((op, sha, size, bytes)) = draft {
-            if let Some(bytes) = bytes {
-                history::save_object(self.store, &sha, bytes)?;
-            }
             self.drafts.push(Draft {
                 op,
                 path: rel.to_owned(),
@@ -166,6 +169,7 @@ impl Recorder<'_> {
                 actor: EXTERNAL.to_owned(),
                 sha256: sha,
                 size,
+                bytes: bytes.map(<[u8]>::to_vec),
             });
         }
         Ok(())
@@ -173,13 +177,11 @@ impl Recorder<'_> {
 
     /// Adds the version this mutation makes; `bytes` is the content to keep (none for a
     /// deletion or rename, whose content is already kept).
-    pub fn note(&mut self, draft: Draft, bytes: Option<&[u8]>) -> Result<()> {
+    pub fn note(&mut self, mut draft: Draft, bytes: Option<&[u8]>) -> Result<()> {
         if self.heads.is_none() {
             return Ok(());
         }
-        if let Some(bytes) = bytes {
-            history::save_object(self.store, &draft.sha256, bytes)?;
-        }
+        draft.bytes = bytes.map(<[u8]>::to_vec);
         self.drafts.push(draft);
         Ok(())
     }

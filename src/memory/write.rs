@@ -129,11 +129,13 @@ impl Memdir {
                 "version {version} was redacted; its content is gone"
             )));
         }
-        let bytes = history::read_object(store, &record.sha256)?.ok_or_else(|| {
-            Error::InvalidArgument(format!(
-                "the content of version {version} is no longer kept (retention)"
-            ))
-        })?;
+        let bytes = self
+            .history_content(p.store, &record.sha256)?
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "the content of version {version} is no longer kept (retention)"
+                ))
+            })?;
         let content = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
             path: p.canonical(),
         })?;
@@ -199,6 +201,7 @@ impl Memdir {
                 from: None,
                 actor: actor.to_owned(),
                 sha256: new_sha.clone(),
+                bytes: None,
                 size: content.len() as u64,
             },
             Some(content.as_bytes()),
@@ -275,6 +278,7 @@ impl Memdir {
                     from: None,
                     actor: req.actor.to_owned(),
                     sha256: new_sha.clone(),
+                    bytes: None,
                     size: new_text.len() as u64,
                 },
                 Some(new_text.as_bytes()),
@@ -382,6 +386,7 @@ impl Memdir {
                     actor: actor.to_owned(),
                     sha256: sha.to_owned(),
                     size: bytes.len() as u64,
+                    bytes: None,
                 },
                 None,
             )?;
@@ -462,6 +467,7 @@ impl Memdir {
                             actor: actor.to_owned(),
                             sha256: sha.clone(),
                             size: data.bytes.len() as u64,
+                            bytes: None,
                         },
                         None,
                     )?;
@@ -509,6 +515,7 @@ impl Memdir {
                         actor: actor.to_owned(),
                         sha256: cur.sha256.clone(),
                         size: cur.text.len() as u64,
+                        bytes: None,
                     },
                     None,
                 )?;
