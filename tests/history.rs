@@ -368,8 +368,9 @@ async fn history_survives_kill_at(stage: &str, expect_new: bool) {
         sha256_hex(&on_disk),
         "{stage}: the newest version is the file"
     );
-    assert!(
-        !sb.store().join(".memdir/history/pending").exists(),
+    assert_eq!(
+        std::fs::read(sb.store().join(".memdir/lock")).unwrap(),
+        b"",
         "{stage}: the intent was resolved"
     );
     let records = log_lines(&sb.store());

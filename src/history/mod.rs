@@ -4,14 +4,15 @@
 //! `.memdir/history/` folder, works for every process serving the store (appends happen
 //! under the store lock) and survives crashes:
 //!
-//! 1. the records about to be appended (with any new content) are written to `pending`;
+//! 1. the records about to be appended (with any new content) are written as the intent
+//!    in the store's lock file;
 //! 2. the mutation happens (durable);
-//! 3. the records are appended to `log.jsonl` in one write and fdatasync'd; `pending` is
-//!    removed.
+//! 3. the records are appended to `log.jsonl` in one write and fdatasync'd; the intent is
+//!    cleared.
 //!
 //! A record and the content it introduces are one line, so no version can point at
 //! missing content. Repair, done by the next holder of the store lock: a torn last line
-//! is cut off; `pending` records are appended only if the files are in the state they
+//! is cut off; intended records are appended only if the files are in the state they
 //! describe. Nothing rewrites the log except redaction and retention, which move content
 //! to a surviving record of the same bytes before dropping it.
 
@@ -20,10 +21,9 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{Store, StoreLock};
 
 const LOG: &str = ".memdir/history/log.jsonl";
-const PENDING: &str = ".memdir/history/pending";
 const HISTORY: &str = ".memdir/history";
 
 /// What a version records.
@@ -198,8 +198,8 @@ impl Heads {
 }
 
 /// Makes the history consistent after a crash: cuts a torn last line, and appends the
-/// `pending` records whose mutation happened (`happened` checks one against the files).
-pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
+/// intended records whose mutation happened (`happened` checks one against the files).
+pub fn repair(store: &Store, lock: &StoreLock, happened: impl Fn(&Record) -> bool) -> Result<()> {
     let len = store.state_len(LOG)?;
     // Whole records end with a newline: one byte tells whether the last append was torn.
     if len > 0 && store.state_read_from(LOG, len - 1)? != b"\n" {
@@ -211,11 +211,11 @@ pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
             store.state_truncate(LOG, keep)?;
         }
     }
-    if !store.state_exists(PENDING) {
+    let intent = lock.intent()?;
+    if intent.is_empty() {
         return Ok(());
     }
-    let pending = store.state_read_from(PENDING, 0)?;
-    let (records, _) = parse(&pending);
+    let (records, _) = parse(&intent);
     let done: Vec<&Record> = records
         .iter()
         .map(|(_, r)| r)
@@ -228,7 +228,7 @@ pub fn repair(store: &Store, happened: impl Fn(&Record) -> bool) -> Result<()> {
         );
         append(store, done.into_iter())?;
     }
-    store.state_remove(PENDING)
+    lock.clear_intent()
 }
 
 fn append<'r>(store: &Store, records: impl Iterator<Item = &'r Record>) -> Result<()> {
@@ -240,8 +240,14 @@ fn append<'r>(store: &Store, records: impl Iterator<Item = &'r Record>) -> Resul
 }
 
 /// Numbers the drafts, attaches content the log does not keep yet, and writes them as the
-/// pending intent (before the mutation).
-pub fn begin(store: &Store, heads: &Heads, drafts: Vec<Draft>, at: &str) -> Result<Vec<Record>> {
+/// intent (before the mutation).
+pub fn begin(
+    store: &Store,
+    lock: &StoreLock,
+    heads: &Heads,
+    drafts: Vec<Draft>,
+    at: &str,
+) -> Result<Vec<Record>> {
     store.state_dirs(HISTORY)?;
     let mut carried: HashSet<String> = HashSet::new();
     let records: Vec<Record> = drafts
@@ -278,20 +284,20 @@ pub fn begin(store: &Store, heads: &Heads, drafts: Vec<Draft>, at: &str) -> Resu
     for r in &records {
         to_line(r, &mut bytes)?;
     }
-    store.state_write_unsynced(PENDING, &bytes)?;
+    lock.set_intent(&bytes)?;
     Ok(records)
 }
 
 /// Appends the records of a completed mutation and clears the intent.
-pub fn commit(store: &Store, heads: &mut Heads, records: &[Record]) -> Result<()> {
+pub fn commit(
+    store: &Store,
+    lock: &StoreLock,
+    heads: &mut Heads,
+    records: &[Record],
+) -> Result<()> {
     append(store, records.iter())?;
-    store.state_remove(PENDING)?;
+    lock.clear_intent()?;
     heads.refresh(store)
-}
-
-/// Drops the intent of a mutation that failed before touching the files.
-pub fn abandon(store: &Store) -> Result<()> {
-    store.state_remove(PENDING)
 }
 
 /// Every record, oldest first, without their content.

@@ -22,7 +22,7 @@ pub(crate) struct Recorder<'m> {
     heads: Option<MutexGuard<'m, Heads>>,
     drafts: Vec<Draft>,
     records: Vec<Record>,
-    _lock: StoreLock,
+    lock: StoreLock,
 }
 
 impl Memdir {
@@ -35,7 +35,7 @@ impl Memdir {
             let mut heads = self.heads[p.store]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            history::repair(store, |r| self.happened(p, r))?;
+            history::repair(store, &lock, |r| self.happened(p, r))?;
             heads.refresh(store)?;
             Some(heads)
         } else {
@@ -46,7 +46,7 @@ impl Memdir {
             heads,
             drafts: Vec::new(),
             records: Vec::new(),
-            _lock: lock,
+            lock,
         })
     }
 
@@ -195,7 +195,13 @@ impl Recorder<'_> {
             return Ok(());
         }
         let now = text::rfc3339_millis(std::time::SystemTime::now());
-        self.records = history::begin(self.store, heads, std::mem::take(&mut self.drafts), &now)?;
+        self.records = history::begin(
+            self.store,
+            &self.lock,
+            heads,
+            std::mem::take(&mut self.drafts),
+            &now,
+        )?;
         Ok(())
     }
 
@@ -207,7 +213,7 @@ impl Recorder<'_> {
         if self.records.is_empty() {
             return Vec::new();
         }
-        if let Err(e) = history::commit(self.store, heads, &self.records) {
+        if let Err(e) = history::commit(self.store, &self.lock, heads, &self.records) {
             // The mutation is durable; the intent stays and the next lock holder appends it.
             tracing::error!(error = %e, "could not append to the history log; it will be completed later");
         }
@@ -221,7 +227,7 @@ impl Recorder<'_> {
     /// The mutation failed: drop the intent (nothing happened).
     pub fn abandon(self) {
         if !self.records.is_empty() {
-            let _ = history::abandon(self.store);
+            let _ = self.lock.clear_intent();
         }
     }
 }

@@ -2,6 +2,11 @@
 //! Each acquisition opens the file anew (its own open file description), so threads of one
 //! process exclude each other as processes do. The kernel drops the lock when its holder
 //! dies, so a crashed writer never blocks the others.
+//!
+//! The lock file's content is the *intent* of the mutation in progress (the history
+//! records it is about to append): only the holder writes it, the next holder reads it to
+//! complete what a crash interrupted. Rewriting one existing file costs far less than
+//! creating and removing an intent file per mutation.
 
 use std::io::ErrorKind;
 
@@ -15,6 +20,40 @@ use crate::path::MemPath;
 #[derive(Debug)]
 pub struct StoreLock {
     _file: std::fs::File,
+}
+
+impl StoreLock {
+    /// The intent left in the lock file (empty when the last holder finished cleanly).
+    pub fn intent(&self) -> Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let len = self._file.metadata().map_err(lock_io)?.len();
+        let mut bytes = vec![0; len as usize];
+        self._file.read_exact_at(&mut bytes, 0).map_err(lock_io)?;
+        Ok(bytes)
+    }
+
+    /// Records the intent of the mutation about to happen (not synced: it only has to
+    /// survive a crash of this process).
+    pub fn set_intent(&self, bytes: &[u8]) -> Result<()> {
+        use std::os::unix::fs::FileExt;
+        self._file.set_len(0).map_err(lock_io)?;
+        self._file.write_all_at(bytes, 0).map_err(lock_io)
+    }
+
+    /// The mutation finished (or never started): no intent.
+    pub fn clear_intent(&self) -> Result<()> {
+        self._file.set_len(0).map_err(lock_io)
+    }
+}
+
+fn lock_io(e: std::io::Error) -> Error {
+    Error::Io {
+        path: super::LOCK_FILE.to_owned(),
+        source: e
+            .raw_os_error()
+            .map(std::io::Error::from_raw_os_error)
+            .unwrap_or_else(|| std::io::Error::from(e.kind())),
+    }
 }
 
 impl Store {

@@ -54,15 +54,6 @@ impl Store {
         Ok(())
     }
 
-    /// Writes a state file without syncing it (intent that only has to survive a crash of
-    /// this process, not of the machine).
-    pub fn state_write_unsynced(&self, rel: &str, bytes: &[u8]) -> Result<()> {
-        let mut options = OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        let mut file = self.dir.open_with(rel, &options).map_err(state_error)?;
-        file.write_all(bytes).map_err(state_error)
-    }
-
     /// Appends to a state file and fsyncs it. One `write` per call, so concurrent appends
     /// (which the store lock already prevents) could not interleave.
     pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<()> {
@@ -102,32 +93,5 @@ impl Store {
         let file = self.dir.open_with(rel, &options).map_err(state_error)?;
         file.set_len(len).map_err(state_error)?;
         file.sync_all().map_err(state_error)
-    }
-
-    /// Whether a state file exists.
-    pub fn state_exists(&self, rel: &str) -> bool {
-        self.dir.metadata(rel).is_ok()
-    }
-
-    /// Removes a state file if it exists.
-    pub fn state_remove(&self, rel: &str) -> Result<()> {
-        match self.dir.remove_file(rel) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(state_error(e)),
-        }
-    }
-
-    /// Names in a state folder (empty if absent).
-    pub fn state_list(&self, rel: &str) -> Vec<String> {
-        self.dir
-            .read_dir(rel)
-            .map(|entries| {
-                entries
-                    .flatten()
-                    .filter_map(|e| e.file_name().into_string().ok())
-                    .collect()
-            })
-            .unwrap_or_default()
     }
 }
