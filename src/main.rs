@@ -28,11 +28,17 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<()> {
     let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
     match &cli.command {
-        None | Some(Command::Serve) => tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()?
-            .block_on(memdir::mcp::serve_stdio(memdir)),
+        None | Some(Command::Serve) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()?;
+            let served = runtime.block_on(memdir::mcp::serve_stdio(memdir));
+            // Every request has been answered; background upkeep (index warm-up) is a
+            // cache and may stop anywhere, so exit now instead of waiting for it.
+            runtime.shutdown_background();
+            served
+        }
         Some(command) => memdir::cli::run_command(&memdir, command),
     }
 }

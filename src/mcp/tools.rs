@@ -418,7 +418,7 @@ mod render {
         }
         let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
         for h in &out.hits {
-            let _ = write!(s, "\n{} (score {:.2}", h.path, h.score);
+            let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
             match &h.description {
                 Some(d) => {
                     let _ = writeln!(s, ") — {d}");
@@ -471,6 +471,15 @@ mod render {
             );
         }
         s
+    }
+
+    /// Three significant digits, however small (BM25 scores of very common words are tiny).
+    fn score(x: f64) -> String {
+        if x == 0.0 || x.abs() >= 0.01 {
+            format!("{x:.3}")
+        } else {
+            format!("{x:.2e}")
+        }
     }
 
     pub fn write(out: &WriteOut) -> String {
