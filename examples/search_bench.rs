@@ -1,0 +1,1586 @@
+//! memdir's search benchmark: the FTS5 index against the scan engine and ripgrep, over a
+//! generated multilingual corpus. A program, not a test.
+//!
+//! ```text
+//! cargo run --release --example search_bench -- \
+//!     [--files 1000,10000,100000] [--queries N] [--scan-queries N] [--keep DIR]
+//! ```
+//!
+//! For each corpus size (default 1,000 and 10,000 files; 100,000 only when asked) it:
+//!
+//! 1. generates a deterministic corpus (seeded xorshift, no external crate): Markdown
+//!    files in `area-XX/topic-YY/note-NNNNNN.md` (100 per folder), ~4 KB mean
+//!    (200 B–20 KB), mostly English from a Zipf-distributed vocabulary, with Russian,
+//!    Chinese, Japanese and Korean lines, YAML frontmatter on some files, and planted
+//!    words whose presence is recorded per file (the "expected" counts);
+//! 2. times the index build (`warm_indexes()` on an empty index), the start-up reconcile
+//!    of the unchanged store (a new `Memdir`, p50 of 5), `memdir.write` with the index on
+//!    and off (the difference is the index update), and an external edit followed by the
+//!    search that must see it;
+//! 3. times every query kind through the index, through the scan engine
+//!    (`IndexLocation::Off`) and, when `rg` is on PATH, through `rg -i -l -F`; checks that
+//!    the index, the scan and the expected counts agree (a `MISMATCH` line otherwise), and
+//!    splits the index query time into FTS5 `count(*)`, the ranked page, and the rest
+//!    (watcher drain plus reading the shown hits for their snippets);
+//!
+//! and ends with a PASS/MISS summary against the targets. Temp folders are removed unless
+//! `--keep DIR` is given. Everything runs in this process, on a warm page cache (the
+//! corpus was just written), so the numbers are CPU and SQLite, not disk reads.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use clap::Parser;
+use memdir::index::{Combine, Index, IndexedDoc, Scope, Stamp};
+use memdir::memory::{IndexLocation, Memdir, SearchRequest, SearchResult, Settings, WriteRequest};
+use memdir::path::MemPath;
+use memdir::search::{DocMatch, Query, best_lines};
+use memdir::store::{StoreConfig, Watcher};
+
+/// Files per folder.
+const PER_FOLDER: usize = 100;
+/// Areas (top-level folders); topics fill up below them.
+const AREAS: usize = 10;
+/// Results per search, as an agent asks.
+const LIMIT: usize = 10;
+const WARMUP: usize = 10;
+/// Start-up reconcile repetitions.
+const RECONCILE_RUNS: usize = 5;
+/// The scan engine is slow: after this long on one query kind, no further runs start.
+const SCAN_BUDGET: Duration = Duration::from_secs(5);
+
+/// Targets the summary checks.
+const TARGET_10K_QUERY_P50_MS: f64 = 3.0;
+const TARGET_100K_QUERY_P50_MS: f64 = 40.0;
+const TARGET_100K_COMMON_P50_MS: f64 = 150.0;
+const TARGET_UPDATE_INDEX_MS: f64 = 2.0;
+const TARGET_RECONCILE_10K_MS: f64 = 150.0;
+const TARGET_SCAN_RATIO_10K: f64 = 20.0;
+
+#[derive(Debug, Parser)]
+#[command(about = "memdir search benchmark: index vs scan vs ripgrep")]
+struct Args {
+    /// Corpus sizes to measure, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = [1000usize, 10000])]
+    files: Vec<usize>,
+    /// Timed iterations per query kind through the index (after 10 warm-up runs).
+    #[arg(long, default_value_t = 200)]
+    queries: usize,
+    /// Timed iterations per query kind through the scan engine (at most 2 above 20,000
+    /// files, where one scan takes seconds).
+    #[arg(long, default_value_t = 5)]
+    scan_queries: usize,
+    /// Timed `memdir.write` calls, with the index on and again with it off.
+    #[arg(long, default_value_t = 200)]
+    writes: usize,
+    /// Timed external edits (edit with std::fs, then the search that must see it).
+    #[arg(long, default_value_t = 50)]
+    edits: usize,
+    /// Generate into DIR/search-bench-N and keep it (default: a temp folder, removed).
+    #[arg(long)]
+    keep: Option<PathBuf>,
+    /// Corpus seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    if args.files.is_empty() || args.files.contains(&0) {
+        bail!("--files needs sizes above zero");
+    }
+    let temp;
+    let base = match &args.keep {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.clone()
+        }
+        None => {
+            temp = tempfile::Builder::new()
+                .prefix("memdir-search-bench-")
+                .tempdir()?;
+            temp.path().to_owned()
+        }
+    };
+    let rg = rg_available();
+    println!("memdir search benchmark");
+    println!(
+        "sizes: {:?}; {} timed queries per kind (+{WARMUP} warm-up), {} scan runs per kind, limit {LIMIT}",
+        args.files, args.queries, args.scan_queries
+    );
+    println!("work folder: {}", base.display());
+    match &rg {
+        Some(v) => println!("ripgrep: {v}"),
+        None => println!("ripgrep: not on PATH; the rg column is skipped"),
+    }
+    let started = Instant::now();
+    let mut reports = Vec::new();
+    for &n in &args.files {
+        reports.push(run_size(&args, n, &base, rg.is_some())?);
+    }
+    summary(&reports);
+    println!(
+        "\ntotal time: {:.1} s{}",
+        started.elapsed().as_secs_f64(),
+        match &args.keep {
+            Some(d) => format!(" (corpus and indexes kept in {})", d.display()),
+            None => " (temp folders removed)".to_owned(),
+        }
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Random numbers and vocabularies
+
+/// xorshift64*, seeded through splitmix64.
+#[derive(Clone, Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        Rng((z ^ (z >> 31)) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    /// Uniform in lo..=hi.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
+
+    fn chance(&mut self, p: f64) -> bool {
+        self.unit() < p
+    }
+
+    /// Roughly standard normal (Irwin–Hall of 12 uniforms).
+    fn normal(&mut self) -> f64 {
+        (0..12).map(|_| self.unit()).sum::<f64>() - 6.0
+    }
+}
+
+/// Words drawn with probability ∝ 1 / rank^s.
+struct Zipf {
+    words: Vec<&'static str>,
+    cdf: Vec<f64>,
+}
+
+impl Zipf {
+    fn new(list: &'static str, s: f64) -> Zipf {
+        let mut seen = HashSet::new();
+        let words: Vec<&'static str> = list
+            .split_whitespace()
+            .filter(|w| seen.insert(*w))
+            .collect();
+        let mut acc = 0.0;
+        let cdf = (0..words.len())
+            .map(|r| {
+                acc += 1.0 / ((r + 1) as f64).powf(s);
+                acc
+            })
+            .collect();
+        Zipf { words, cdf }
+    }
+
+    fn pick(&self, rng: &mut Rng) -> &'static str {
+        let u = rng.unit() * self.cdf[self.cdf.len() - 1];
+        let i = self.cdf.partition_point(|&c| c < u);
+        self.words[i.min(self.words.len() - 1)]
+    }
+}
+
+/// Planted words: never in the vocabularies, so their files are known.
+const COMMON: &str = "note";
+const RARE: &str = "compaction";
+const PAIR: [&str; 2] = ["deploy", "rollback"];
+const PHRASE: [&str; 2] = ["crash", "safe"];
+
+/// Vocabularies, most frequent first, whitespace-separated.
+const EN: &str = "\
+    the of and to a in is it that for on with as was be by this are or at from have an \
+    not but which they you we can were all one there their been if more when will would \
+    who so no out up into has do what about time other some could them these than then \
+    its only new two may first any like now my over such our also most after just made \
+    where me many through should very because those well each even between must how own \
+    same under while last here might great both being still high never us day use work \
+    part life long down world year people good state system case group place fact number \
+    way thing end hand order line form few course power point data file index search \
+    query store memory cache server client agent tool task plan test build error value \
+    type list path word text page result event model user code change report process \
+    function module version config issue review design batch stream lock queue thread \
+    table column record field buffer socket token parser schema backup folder entry \
+    session context summary meeting project team release branch commit merge feature bug \
+    fix patch latency throughput disk network request response handler worker job retry \
+    timeout limit budget metric alert dashboard log trace span cluster node shard replica \
+    leader follower vote term snapshot segment offset cursor iterator vector map set tree \
+    graph edge weight score rank filter prefix suffix pattern regex unicode encoding \
+    format json yaml markdown header footer title body link image table chart customer \
+    invoice payment order product price discount shipping warehouse supplier contract \
+    deadline milestone roadmap priority owner reviewer approval decision tradeoff risk \
+    mitigation incident outage postmortem runbook oncall pager monday tuesday friday \
+    morning evening week month quarter always often sometimes rarely quickly slowly \
+    carefully again later soon today tomorrow yesterday remember prefer avoid check \
+    verify update remove add keep move rename open close read write send receive start \
+    stop run wait fail pass green red blue small large fast slow old young simple hard \
+    easy clear broken stable flaky";
+
+const RU: &str = "\
+    и в не на что это как для память данные файл поиск индекс сервер запрос ответ работа \
+    система время памяти проект задача вопрос ошибка результат версия команда модель \
+    клиент хранилище заметка код база таблица строка процесс пользователь агент решение \
+    тест сборка изменение список папка путь текст слово день год новый старый большой \
+    быстрый медленный важный нужно можно если когда потом всегда очень после перед ещё \
+    всё надо проверить обновить сохранить удалить кэш журнал";
+
+/// Chinese words (none starts with 据, so `数据库` is only ever found as a substring).
+const ZH: &str = "\
+    我们 系统 数据 用户 服务器 数据库 搜索 索引 文件 内存 查询 结果 问题 需要 可以 已经 \
+    因为 所以 但是 如果 性能 测试 版本 配置 缓存 记忆 项目 团队 发布 错误 修复 功能 模块 \
+    接口 存储 备份 日志 线程 进程 网络 安全 时间 今天 明天 会议 计划 完成 开始 重要 简单 \
+    复杂 库存 数字 数据中心 分布式 人工智能";
+
+const JA_NOUNS: &str = "\
+    メモリ データ サーバー ファイル 検索 インデックス キャッシュ テスト バージョン \
+    プロジェクト 設定 問題 結果 今日 会議 データベース ユーザー エラー ログ";
+
+const JA_PARTICLES: &str = "を は の に で が と も";
+
+const JA_VERBS: &str = "使う 確認する 保存した 更新します 読み込む";
+
+const KO_NOUNS: &str = "\
+    데이터베이스 메모리 서버 파일 검색 인덱스 사용자 프로젝트 오늘 회의 결과 문제 캐시 \
+    테스트 버전 설정";
+
+const KO_PARTICLES: &str = "를 을 에 에서 가 이 는 은 의 도 로";
+
+const KO_VERBS: &str = "사용합니다 저장했습니다 확인하세요 업데이트한다 읽습니다";
+
+const TAGS: &[&str] = &["rust", "ops", "search", "infra", "people", "billing", "ml"];
+const KINDS: &[&str] = &["project", "reference", "feedback", "user"];
+
+struct Vocab {
+    en: Zipf,
+    ru: Zipf,
+    zh: Zipf,
+    ja: Zipf,
+    ko: Zipf,
+    ja_particles: Vec<&'static str>,
+    ja_verbs: Vec<&'static str>,
+    ko_particles: Vec<&'static str>,
+    ko_verbs: Vec<&'static str>,
+}
+
+impl Vocab {
+    fn new() -> Vocab {
+        for w in [COMMON, RARE, PAIR[0], PAIR[1], PHRASE[0], PHRASE[1]] {
+            assert!(
+                !EN.split_whitespace().any(|x| x == w),
+                "planted word {w} is in the vocabulary"
+            );
+        }
+        Vocab {
+            en: Zipf::new(EN, 1.0),
+            ru: Zipf::new(RU, 0.9),
+            zh: Zipf::new(ZH, 0.9),
+            ja: Zipf::new(JA_NOUNS, 0.9),
+            ko: Zipf::new(KO_NOUNS, 0.9),
+            ja_particles: JA_PARTICLES.split_whitespace().collect(),
+            ja_verbs: JA_VERBS.split_whitespace().collect(),
+            ko_particles: KO_PARTICLES.split_whitespace().collect(),
+            ko_verbs: KO_VERBS.split_whitespace().collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Corpus
+
+/// Lines written per language: en, ru, zh, ja, ko.
+#[derive(Default, Debug)]
+struct LineCounts([u64; 5]);
+
+/// The words a line must carry, each placed strictly inside it (never first or last, so
+/// two planted lines can never form a phrase across a line break).
+fn en_line(rng: &mut Rng, v: &Vocab, plant: &[&str]) -> String {
+    let n = rng.range(6, 16);
+    let mut words: Vec<&str> = (0..n).map(|_| v.en.pick(rng)).collect();
+    if !plant.is_empty() {
+        let at = rng.range(1, words.len() - 1);
+        for (k, w) in plant.iter().enumerate() {
+            words.insert(at + k, w);
+        }
+    }
+    let mut line = String::new();
+    match rng.below(20) {
+        0 => line.push_str("## "),
+        1..=3 => line.push_str("- "),
+        _ => {}
+    }
+    for (i, w) in words.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+        }
+        if i == 0 {
+            capitalise(&mut line, w);
+        } else {
+            line.push_str(w);
+        }
+    }
+    line.push('.');
+    line
+}
+
+fn capitalise(out: &mut String, w: &str) {
+    let mut chars = w.chars();
+    if let Some(c) = chars.next() {
+        out.extend(c.to_uppercase());
+        out.push_str(chars.as_str());
+    }
+}
+
+fn ru_line(rng: &mut Rng, v: &Vocab) -> String {
+    let n = rng.range(5, 12);
+    let mut line = String::new();
+    for i in 0..n {
+        let w = v.ru.pick(rng);
+        if i > 0 {
+            line.push(' ');
+        }
+        match rng.below(10) {
+            _ if i == 0 => capitalise(&mut line, w),
+            0 => line.push_str(&w.to_uppercase()),
+            1 | 2 => capitalise(&mut line, w),
+            _ => line.push_str(w),
+        }
+    }
+    line.push('.');
+    line
+}
+
+fn zh_line(rng: &mut Rng, v: &Vocab) -> String {
+    let n = rng.range(4, 12);
+    let mut line = String::new();
+    for i in 0..n {
+        if i > 0 && rng.chance(0.15) {
+            line.push('，');
+        }
+        line.push_str(v.zh.pick(rng));
+    }
+    line.push('。');
+    line
+}
+
+fn ja_line(rng: &mut Rng, v: &Vocab) -> String {
+    let mut line = String::new();
+    for _ in 0..rng.range(2, 5) {
+        line.push_str(v.ja.pick(rng));
+        line.push_str(pick(rng, &v.ja_particles));
+    }
+    line.push_str(pick(rng, &v.ja_verbs));
+    line.push('。');
+    line
+}
+
+fn pick(rng: &mut Rng, list: &[&'static str]) -> &'static str {
+    list[rng.below(list.len())]
+}
+
+fn ko_line(rng: &mut Rng, v: &Vocab) -> String {
+    let mut line = String::new();
+    for _ in 0..rng.range(3, 7) {
+        line.push_str(v.ko.pick(rng));
+        line.push_str(pick(rng, &v.ko_particles));
+        line.push(' ');
+    }
+    line.push_str(pick(rng, &v.ko_verbs));
+    line.push('.');
+    line
+}
+
+/// Body lines of about `target` bytes; 30% of files mix in other languages.
+fn body(rng: &mut Rng, v: &Vocab, target: usize, counts: &mut LineCounts) -> Vec<String> {
+    let mixed = rng.chance(0.30);
+    let mut lines = Vec::new();
+    let mut bytes = 0;
+    while bytes < target {
+        let (lang, line) = if !mixed {
+            (0, en_line(rng, v, &[]))
+        } else {
+            match rng.unit() {
+                u if u < 0.27 => (1, ru_line(rng, v)),
+                u if u < 0.47 => (2, zh_line(rng, v)),
+                u if u < 0.57 => (3, ja_line(rng, v)),
+                u if u < 0.67 => (4, ko_line(rng, v)),
+                _ => (0, en_line(rng, v, &[])),
+            }
+        };
+        counts.0[lang] += 1;
+        bytes += line.len() + 1;
+        lines.push(line);
+        if rng.chance(0.15) {
+            lines.push(String::new());
+            bytes += 1;
+        }
+    }
+    lines
+}
+
+/// One corpus file: its relative path and text.
+fn document(i: usize, seed: u64, v: &Vocab, counts: &mut LineCounts) -> (String, String) {
+    let mut rng = Rng::new(seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let folder = i / PER_FOLDER;
+    let rel = format!(
+        "area-{:02}/topic-{:02}/note-{i:06}.md",
+        folder % AREAS,
+        folder / AREAS
+    );
+    // Log-normal size: median ~3.1 KB, mean ~4 KB, clipped to 200 B..20 KB.
+    let target = ((3100f64).ln() + 0.7 * rng.normal())
+        .exp()
+        .clamp(200.0, 20_000.0) as usize;
+    let mut text = String::with_capacity(target + 512);
+    if rng.chance(0.3) {
+        let _ = write!(
+            text,
+            "---\ndescription: {}\ntype: {}\ntags: [{}, {}]\n---\n",
+            en_line(&mut rng, v, &[]).trim_start_matches(['#', '-', ' ']),
+            KINDS[rng.below(KINDS.len())],
+            TAGS[rng.below(TAGS.len())],
+            TAGS[rng.below(TAGS.len())],
+        );
+    }
+    let has_common = rng.chance(0.92);
+    let mut title = String::new();
+    for _ in 0..3 {
+        title.push(' ');
+        title.push_str(v.en.pick(&mut rng));
+    }
+    if has_common {
+        let _ = writeln!(text, "# Note {i}:{title}\n");
+    } else {
+        let _ = writeln!(text, "# Memory {i}:{title}\n");
+    }
+    let mut lines = body(&mut rng, v, target.saturating_sub(text.len()), counts);
+    let mut plant = |rng: &mut Rng, words: &[&str]| {
+        let line = en_line(rng, v, words);
+        let at = rng.below(lines.len() + 1);
+        lines.insert(at, line);
+        counts.0[0] += 1;
+    };
+    if has_common {
+        for _ in 0..rng.below(4) {
+            plant(&mut rng, &[COMMON]);
+        }
+    }
+    if rng.chance(0.03) {
+        plant(&mut rng, &[RARE]);
+    }
+    for w in PAIR {
+        if rng.chance(0.08) {
+            plant(&mut rng, &[w]);
+        }
+    }
+    if rng.chance(0.02) {
+        plant(&mut rng, &PHRASE);
+    }
+    for w in PHRASE {
+        if rng.chance(0.03) {
+            plant(&mut rng, &[w]);
+        }
+    }
+    for l in lines {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    (rel, text)
+}
+
+/// What a plain reading of the text says a query should find.
+#[derive(Clone, Copy, Debug)]
+enum Oracle {
+    /// Whole words, any case (ё as е): every word, or any (when the engine relaxed).
+    Words(&'static [&'static str]),
+    /// Two adjacent whole words.
+    Phrase(&'static str, &'static str),
+    /// A plain substring.
+    Substring(&'static str),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct QuerySpec {
+    kind: &'static str,
+    query: &'static str,
+    /// Scope, as the agent passes it, and as a store-relative prefix.
+    path: Option<(&'static str, &'static str)>,
+    oracle: Oracle,
+    /// The needle for `rg -i -l -F`, where one literal says the same.
+    rg: Option<&'static str>,
+    common: bool,
+}
+
+const QUERIES: &[QuerySpec] = &[
+    QuerySpec {
+        kind: "one word",
+        query: RARE,
+        path: None,
+        oracle: Oracle::Words(&[RARE]),
+        rg: Some(RARE),
+        common: false,
+    },
+    QuerySpec {
+        kind: "two words",
+        query: "deploy rollback",
+        path: None,
+        oracle: Oracle::Words(&PAIR),
+        rg: None,
+        common: false,
+    },
+    QuerySpec {
+        kind: "phrase",
+        query: "\"crash safe\"",
+        path: None,
+        oracle: Oracle::Phrase(PHRASE[0], PHRASE[1]),
+        rg: None,
+        common: false,
+    },
+    QuerySpec {
+        kind: "chinese 数据库",
+        query: "数据库",
+        path: None,
+        oracle: Oracle::Substring("数据库"),
+        rg: Some("数据库"),
+        common: false,
+    },
+    QuerySpec {
+        kind: "russian Память",
+        query: "Память",
+        path: None,
+        oracle: Oracle::Words(&["память"]),
+        rg: Some("память"),
+        common: false,
+    },
+    QuerySpec {
+        kind: "japanese メモリ",
+        query: "メモリ",
+        path: None,
+        oracle: Oracle::Substring("メモリ"),
+        rg: Some("メモリ"),
+        common: false,
+    },
+    QuerySpec {
+        kind: "korean 데이터베이스",
+        query: "데이터베이스",
+        path: None,
+        oracle: Oracle::Substring("데이터베이스"),
+        rg: Some("데이터베이스"),
+        common: false,
+    },
+    QuerySpec {
+        kind: "common (>=90%)",
+        query: COMMON,
+        path: None,
+        oracle: Oracle::Words(&[COMMON]),
+        rg: Some(COMMON),
+        common: true,
+    },
+    QuerySpec {
+        kind: "path-filtered",
+        query: "deploy",
+        path: Some(("/memories/area-03/", "area-03/")),
+        oracle: Oracle::Words(&["deploy"]),
+        rg: None,
+        common: false,
+    },
+];
+
+/// Per query: files meeting every clause, and files meeting any.
+#[derive(Clone, Copy, Debug, Default)]
+struct Expected {
+    all: usize,
+    any: usize,
+}
+
+/// Whole words of `text` as the tokenizer cuts non-CJK text (CJK runs stay whole here,
+/// and never equal a Latin or Cyrillic needle).
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+fn same_word(w: &str, lower: &str) -> bool {
+    w.len() == lower.len() && (w == lower || w.to_lowercase().replace('ё', "е") == lower)
+}
+
+fn oracle(spec: &QuerySpec, rel: &str, text: &str) -> (bool, bool) {
+    if let Some((_, prefix)) = spec.path
+        && !rel.starts_with(prefix)
+    {
+        return (false, false);
+    }
+    match spec.oracle {
+        Oracle::Words(needles) => {
+            let mut found = vec![false; needles.len()];
+            for w in words(text) {
+                for (f, n) in found.iter_mut().zip(needles) {
+                    *f |= same_word(w, n);
+                }
+            }
+            (found.iter().all(|&f| f), found.iter().any(|&f| f))
+        }
+        Oracle::Phrase(a, b) => {
+            let mut prev = false;
+            let mut hit = false;
+            for w in words(text) {
+                hit |= prev && same_word(w, b);
+                prev = same_word(w, a);
+            }
+            (hit, hit)
+        }
+        Oracle::Substring(s) => {
+            let hit = text.contains(s);
+            (hit, hit)
+        }
+    }
+}
+
+struct Corpus {
+    files: usize,
+    bytes: u64,
+    min: usize,
+    max: usize,
+    frontmatter: usize,
+    lines: LineCounts,
+    expected: Vec<Expected>,
+    rels: Vec<String>,
+}
+
+fn generate(store: &Path, n: usize, seed: u64, v: &Vocab) -> anyhow::Result<Corpus> {
+    let mut c = Corpus {
+        files: n,
+        bytes: 0,
+        min: usize::MAX,
+        max: 0,
+        frontmatter: 0,
+        lines: LineCounts::default(),
+        expected: vec![Expected::default(); QUERIES.len()],
+        rels: Vec::with_capacity(n),
+    };
+    let mut made = HashSet::new();
+    for i in 0..n {
+        let (rel, text) = document(i, seed, v, &mut c.lines);
+        let host = store.join(&rel);
+        if let Some(parent) = host.parent()
+            && made.insert(parent.to_owned())
+        {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::write(&host, &text).with_context(|| format!("writing {}", host.display()))?;
+        c.bytes += text.len() as u64;
+        c.min = c.min.min(text.len());
+        c.max = c.max.max(text.len());
+        c.frontmatter += usize::from(text.starts_with("---\n"));
+        for (e, spec) in c.expected.iter_mut().zip(QUERIES) {
+            let (all, any) = oracle(spec, &rel, &text);
+            e.all += usize::from(all);
+            e.any += usize::from(any);
+        }
+        c.rels.push(rel);
+    }
+    Ok(c)
+}
+
+/// A ~4 KB memory for the update test, carrying `marker`.
+fn update_text(seed: u64, k: usize, marker: &str, v: &Vocab) -> String {
+    let mut rng = Rng::new(seed ^ 0xDEAD_BEEF ^ ((k as u64) << 20));
+    let mut counts = LineCounts::default();
+    let mut text = format!("# Update {k}\n\nWritten by the benchmark: {marker} {k}.\n");
+    for l in body(&mut rng, v, 4096 - text.len(), &mut counts) {
+        text.push_str(&l);
+        text.push('\n');
+    }
+    text
+}
+
+// ---------------------------------------------------------------------------------------
+// Measuring
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Nearest-rank percentile, in milliseconds.
+fn pct(samples: &[Duration], p: f64) -> f64 {
+    if samples.is_empty() {
+        return f64::NAN;
+    }
+    let mut s = samples.to_vec();
+    s.sort();
+    let rank = ((p / 100.0) * s.len() as f64).ceil().max(1.0) as usize;
+    ms(s[rank.min(s.len()) - 1])
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Lat {
+    p50: f64,
+    p95: f64,
+    n: usize,
+}
+
+impl Lat {
+    fn of(samples: &[Duration]) -> Lat {
+        Lat {
+            p50: pct(samples, 50.0),
+            p95: pct(samples, 95.0),
+            n: samples.len(),
+        }
+    }
+}
+
+fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
+    let t = Instant::now();
+    let v = f();
+    (t.elapsed(), v)
+}
+
+fn request<'a>(spec: &'a QuerySpec, query: &'a str) -> SearchRequest<'a> {
+    SearchRequest {
+        query,
+        path: spec.path.map(|(p, _)| p),
+        limit: LIMIT,
+        cursor: None,
+        kind: None,
+        tag: None,
+    }
+}
+
+/// Times `runs` searches (after `warmup`); the last result.
+fn time_search(
+    md: &Memdir,
+    spec: &QuerySpec,
+    warmup: usize,
+    runs: usize,
+) -> anyhow::Result<(Lat, SearchResult)> {
+    let req = request(spec, spec.query);
+    for _ in 0..warmup {
+        md.search(&req, &|_, _| {})?;
+    }
+    let mut samples = Vec::with_capacity(runs);
+    let mut last = None;
+    for _ in 0..runs.max(1) {
+        let (d, r) = timed(|| md.search(&req, &|_, _| {}));
+        samples.push(d);
+        last = Some(r?);
+    }
+    Ok((Lat::of(&samples), last.expect("at least one run")))
+}
+
+fn rg_available() -> Option<String> {
+    let which = Command::new("which").arg("rg").output().ok()?;
+    if !which.status.success() {
+        return None;
+    }
+    let out = Command::new("rg").arg("--version").output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout);
+    Some(v.lines().next().unwrap_or("rg").to_owned())
+}
+
+/// `rg -i -l -F needle dir`: files listed, and the latency.
+fn time_rg(needle: &str, dir: &Path, runs: usize) -> anyhow::Result<(Lat, usize)> {
+    let run = || -> anyhow::Result<usize> {
+        let out = Command::new("rg")
+            .args(["-i", "-l", "-F", "--no-messages", needle])
+            .arg(dir)
+            .output()?;
+        Ok(out.stdout.iter().filter(|&&b| b == b'\n').count())
+    };
+    run()?;
+    let mut samples = Vec::new();
+    let mut files = 0;
+    for _ in 0..runs {
+        let (d, r) = timed(run);
+        samples.push(d);
+        files = r?;
+    }
+    Ok((Lat::of(&samples), files))
+}
+
+struct QueryRow {
+    spec: QuerySpec,
+    memdir: Lat,
+    memdir_hits: usize,
+    shown: usize,
+    relaxed: bool,
+    scan: Option<Lat>,
+    scan_hits: Option<usize>,
+    rg: Option<(Lat, usize)>,
+    expected: usize,
+    fts_count: Lat,
+    fts_page: Lat,
+    /// Paths of the shown hits (for timing their snippets).
+    shown_paths: Vec<String>,
+    /// p50 ms over the shown hits, summed: store read + sha256, DocMatch of the whole
+    /// text, best_lines, frontmatter parse.
+    show_parts: [f64; 4],
+}
+
+struct SizeReport {
+    n: usize,
+    build: Duration,
+    reconcile: Lat,
+    write_on: Lat,
+    write_off: Lat,
+    /// Median of the interleaved pairs' differences (on − off), ms.
+    write_paired: f64,
+    /// The index upsert alone (one transaction per file, as a write does it).
+    upsert: Lat,
+    ext_edit: Lat,
+    rows: Vec<QueryRow>,
+    mismatches: Vec<String>,
+}
+
+impl SizeReport {
+    fn row(&self, kind_common: bool) -> impl Iterator<Item = &QueryRow> {
+        self.rows
+            .iter()
+            .filter(move |r| r.spec.common == kind_common)
+    }
+}
+
+fn settings(index: IndexLocation) -> Settings {
+    Settings {
+        allow_secrets: true,
+        index,
+        // Version history adds its own fsyncs to every write; off, the on/off difference
+        // of a write is the index alone, with less noise.
+        history: false,
+        ..Settings::default()
+    }
+}
+
+fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<SizeReport> {
+    let root = base.join(format!("search-bench-{n}"));
+    let marker = root.join(".search-bench");
+    if root.exists() {
+        if !marker.exists() {
+            bail!(
+                "{} exists and was not made by this benchmark; not touching it",
+                root.display()
+            );
+        }
+        std::fs::remove_dir_all(&root)?;
+    }
+    std::fs::create_dir_all(&root)?;
+    std::fs::write(&marker, "made by examples/search_bench.rs\n")?;
+    let store_dir = root.join("store");
+    let index_dir = root.join("index");
+    let vocab = Vocab::new();
+    let mut mismatches = Vec::new();
+
+    println!("\n==================== {n} files ====================");
+    println!("load average: {}", loadavg());
+    let (gen_time, corpus) = timed(|| generate(&store_dir, n, args.seed, &vocab));
+    let corpus = corpus?;
+    let lines_total: u64 = corpus.lines.0.iter().sum();
+    let share = |i: usize| 100.0 * corpus.lines.0[i] as f64 / lines_total.max(1) as f64;
+    println!(
+        "corpus: {} files, {:.1} MB, mean {:.0} B (min {} B, max {} B), {} folders, {:.0}% with frontmatter; generated in {:.1} s",
+        corpus.files,
+        corpus.bytes as f64 / 1e6,
+        corpus.bytes as f64 / corpus.files as f64,
+        corpus.min,
+        corpus.max,
+        n.div_ceil(PER_FOLDER),
+        100.0 * corpus.frontmatter as f64 / n as f64,
+        ms(gen_time) / 1000.0,
+    );
+    println!(
+        "lines: {lines_total} — English {:.1}%, Russian {:.1}%, Chinese {:.1}%, Japanese {:.1}%, Korean {:.1}%",
+        share(0),
+        share(1),
+        share(2),
+        share(3),
+        share(4)
+    );
+    let common = QUERIES.iter().position(|q| q.common).unwrap_or(0);
+    println!(
+        "`{COMMON}` is in {:.1}% of files",
+        100.0 * corpus.expected[common].all as f64 / n as f64
+    );
+
+    let config = StoreConfig {
+        name: "memories".into(),
+        dir: store_dir.clone(),
+        read_only: false,
+        description: None,
+    };
+    let on_settings = settings(IndexLocation::Dir(index_dir.clone()));
+
+    // Index build: a fresh index folder, then warm_indexes() on the empty index.
+    let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
+    let (build, ()) = timed(|| md.warm_indexes());
+    let db = md
+        .index_path(0)
+        .context("no index path with an index folder set")?;
+    if !db.exists() {
+        bail!(
+            "the index was not created at {}: searches would scan",
+            db.display()
+        );
+    }
+    drop(md);
+    let db_bytes: u64 = std::fs::read_dir(db.parent().unwrap_or(&index_dir))?
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    println!(
+        "index build: {:.2} s ({:.0} files/s, {:.1} MB/s of text); index files {:.1} MB",
+        build.as_secs_f64(),
+        n as f64 / build.as_secs_f64(),
+        corpus.bytes as f64 / 1e6 / build.as_secs_f64(),
+        db_bytes as f64 / 1e6
+    );
+
+    // Start-up reconcile of the unchanged store: a new Memdir each time.
+    let mut samples = Vec::new();
+    let mut on = None;
+    for _ in 0..RECONCILE_RUNS {
+        let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
+        let (d, ()) = timed(|| md.warm_indexes());
+        samples.push(d);
+        on = Some(md);
+    }
+    let on = on.expect("reconciled at least once");
+    let reconcile = Lat::of(&samples);
+    let pieces = reconcile_pieces(&on, &db)?;
+    println!(
+        "start-up reconcile (unchanged store, new Memdir + warm_indexes): p50 {:.1} ms, max {:.1} ms over {}",
+        reconcile.p50,
+        pct(&samples, 100.0),
+        reconcile.n
+    );
+    println!("  its parts, timed separately: {pieces}");
+
+    // Queries through the index.
+    println!(
+        "\nquerying through the index ({} runs per kind after {WARMUP} warm-up) ...",
+        args.queries
+    );
+    let mut rows = Vec::new();
+    for spec in QUERIES {
+        let (lat, res) = time_search(&on, spec, WARMUP, args.queries)?;
+        let e = corpus.expected[rows.len()];
+        rows.push(QueryRow {
+            spec: *spec,
+            memdir: lat,
+            memdir_hits: res.total_hits,
+            shown: res.hits.len(),
+            relaxed: res.relaxed,
+            scan: None,
+            scan_hits: None,
+            rg: None,
+            expected: if res.relaxed { e.any } else { e.all },
+            fts_count: lat,
+            fts_page: lat,
+            shown_paths: res.hits.iter().map(|h| h.path.clone()).collect(),
+            show_parts: [f64::NAN; 4],
+        });
+    }
+
+    // The FTS5 part alone, through a second connection to the same database.
+    let index = Index::open(&db)?;
+    let fts_runs = args.queries.clamp(1, 100);
+    for row in &mut rows {
+        let clauses = Query::parse(row.spec.query).clauses;
+        let scope = Scope {
+            prefix: row.spec.path.map(|(_, p)| p),
+            kind: None,
+            tag: None,
+        };
+        let combine = if row.relaxed {
+            Combine::Any
+        } else {
+            Combine::All
+        };
+        // An offset past the end returns after the count(*): the count alone.
+        let count_only = || index.query(&clauses, combine, &scope, usize::MAX, LIMIT);
+        let page = || index.query(&clauses, combine, &scope, 0, LIMIT);
+        for _ in 0..5 {
+            count_only()?;
+            page()?;
+        }
+        let mut counts = Vec::new();
+        let mut pages = Vec::new();
+        for _ in 0..fts_runs {
+            let (d, r) = timed(count_only);
+            counts.push(d);
+            let (total, _) = r?;
+            if total != row.memdir_hits {
+                mismatches.push(format!(
+                    "{n} files, {}: Index::query count {total} != memdir total_hits {}",
+                    row.spec.kind, row.memdir_hits
+                ));
+            }
+            let (d, r) = timed(page);
+            pages.push(d);
+            r?;
+        }
+        row.fts_count = Lat::of(&counts);
+        row.fts_page = Lat::of(&pages);
+        row.show_parts = show_parts(&on, row, fts_runs.min(50))?;
+    }
+    drop(index);
+
+    // The scan engine on the same files.
+    println!(
+        "querying through the scan engine (up to {} runs per kind, none started after {} s) ...",
+        args.scan_queries,
+        SCAN_BUDGET.as_secs()
+    );
+    let off = Memdir::open(std::slice::from_ref(&config), settings(IndexLocation::Off))?;
+    for row in &mut rows {
+        let req = request(&row.spec, row.spec.query);
+        let started = Instant::now();
+        let mut samples = Vec::new();
+        while samples.len() < args.scan_queries.max(1)
+            && (samples.is_empty() || started.elapsed() < SCAN_BUDGET)
+        {
+            let (d, r) = timed(|| off.search(&req, &|_, _| {}));
+            samples.push(d);
+            row.scan_hits = Some(r?.total_hits);
+        }
+        row.scan = Some(Lat::of(&samples));
+    }
+
+    if rg {
+        let rg_runs = if n > 20_000 { 3 } else { 10 };
+        println!("querying through ripgrep ({rg_runs} runs per literal) ...");
+        for row in &mut rows {
+            if let (Some(needle), None) = (row.spec.rg, row.spec.path) {
+                row.rg = Some(time_rg(needle, &store_dir, rg_runs)?);
+            }
+        }
+    }
+
+    // Correctness: index vs scan vs the plain reading of the files.
+    for row in &rows {
+        if Some(row.memdir_hits) != row.scan_hits {
+            mismatches.push(format!(
+                "{n} files, {} (`{}`): memdir total_hits {} != scan total_hits {}",
+                row.spec.kind,
+                row.spec.query,
+                row.memdir_hits,
+                row.scan_hits.unwrap_or(0)
+            ));
+        }
+        if row.memdir_hits != row.expected {
+            mismatches.push(format!(
+                "{n} files, {} (`{}`): memdir total_hits {} != {} files by a plain {} of the text",
+                row.spec.kind,
+                row.spec.query,
+                row.memdir_hits,
+                row.expected,
+                match row.spec.oracle {
+                    Oracle::Substring(_) => "substring count",
+                    _ => "whole-word reading",
+                }
+            ));
+        }
+    }
+
+    print_tables(n, &rows);
+
+    // Single-file updates: memdir.write with the index on, and with it off.
+    let picks = spread(n, 2 * args.writes + args.edits);
+    let (on_files, rest) = picks.split_at(args.writes.min(picks.len()));
+    let (off_files, edit_files) = rest.split_at(args.writes.min(rest.len()));
+    let mut on_samples = Vec::new();
+    let mut off_samples = Vec::new();
+    for k in 0..args.writes {
+        for (md, files, samples, mark) in [
+            (&on, on_files, &mut on_samples, "zzwriteon"),
+            (&off, off_files, &mut off_samples, "zzwriteoff"),
+        ] {
+            let rel = &corpus.rels[files[k % files.len()]];
+            let path = format!("/memories/{rel}");
+            let content = update_text(args.seed, k, mark, &vocab);
+            let (d, r) = timed(|| {
+                md.write(&WriteRequest {
+                    path: &path,
+                    content: &content,
+                    if_absent: false,
+                    expected_sha256: None,
+                    actor: "search-bench",
+                })
+            });
+            r?;
+            samples.push(d);
+        }
+    }
+    let write_on = Lat::of(&on_samples);
+    let write_off = Lat::of(&off_samples);
+    println!(
+        "\nsingle-file update, memdir.write of ~4 KB (fsync'd), {} each, interleaved:",
+        args.writes
+    );
+    println!(
+        "  index on  p50 {:.3} ms  p95 {:.3} ms",
+        write_on.p50, write_on.p95
+    );
+    println!(
+        "  index off p50 {:.3} ms  p95 {:.3} ms",
+        write_off.p50, write_off.p95
+    );
+    let mut diffs: Vec<f64> = on_samples
+        .iter()
+        .zip(&off_samples)
+        .map(|(a, b)| ms(*a) - ms(*b))
+        .collect();
+    diffs.sort_by(f64::total_cmp);
+    let write_paired = diffs.get(diffs.len() / 2).copied().unwrap_or(f64::NAN);
+    println!(
+        "  index update cost ≈ {:.3} ms (p50 difference), {:.3} ms (p95 difference), {write_paired:.3} ms (median of the paired differences)",
+        write_on.p50 - write_off.p50,
+        write_on.p95 - write_off.p95
+    );
+    // Read-your-writes, and the other engine's writes through the watcher.
+    for (mark, files) in [("zzwriteon", on_files), ("zzwriteoff", off_files)] {
+        let want = files.iter().take(args.writes).collect::<HashSet<_>>().len();
+        let r = on.search(
+            &SearchRequest {
+                query: mark,
+                limit: LIMIT,
+                ..SearchRequest::default()
+            },
+            &|_, _| {},
+        )?;
+        let ok = r.total_hits == want;
+        println!(
+            "  `{mark}` found in {} files after the writes (want {want}) {}",
+            r.total_hits,
+            if ok { "ok" } else { "MISMATCH" }
+        );
+        if !ok {
+            mismatches.push(format!(
+                "{n} files: `{mark}` after {} writes: total_hits {} != {want}",
+                args.writes, r.total_hits
+            ));
+        }
+    }
+
+    // External edit → the next search sees it.
+    let mut edit_samples = Vec::new();
+    for k in 0..args.edits {
+        let Some(&i) = edit_files.get(k % edit_files.len().max(1)) else {
+            break;
+        };
+        let host = store_dir.join(&corpus.rels[i]);
+        let mut text = std::fs::read_to_string(&host)?;
+        let token = format!("zzext{k}");
+        let _ = writeln!(text, "Edited outside memdir: {token} here.");
+        std::fs::write(&host, &text)?;
+        let (d, r) = timed(|| {
+            on.search(
+                &SearchRequest {
+                    query: &token,
+                    limit: LIMIT,
+                    ..SearchRequest::default()
+                },
+                &|_, _| {},
+            )
+        });
+        let r = r?;
+        edit_samples.push(d);
+        if r.total_hits != 1 || r.hits.len() != 1 {
+            mismatches.push(format!(
+                "{n} files: external edit {k} (`{token}`): total_hits {} (want 1)",
+                r.total_hits
+            ));
+        }
+    }
+    let ext_edit = Lat::of(&edit_samples);
+    println!(
+        "external edit (std::fs::write in place) → next search (drain + reindex + query): p50 {:.3} ms  p95 {:.3} ms over {}",
+        ext_edit.p50, ext_edit.p95, ext_edit.n
+    );
+
+    // After all the changes, the index and the scan must still agree.
+    print!("after the updates, index vs scan:");
+    for spec in QUERIES.iter().filter(|q| q.rg.is_some()).take(3) {
+        let req = request(spec, spec.query);
+        let a = on.search(&req, &|_, _| {})?.total_hits;
+        let b = off.search(&req, &|_, _| {})?.total_hits;
+        print!(" {} {a}/{b}", spec.query);
+        if a != b {
+            print!(" MISMATCH");
+            mismatches.push(format!(
+                "{n} files, after updates, `{}`: memdir {a} != scan {b}",
+                spec.query
+            ));
+        }
+    }
+    println!();
+    drop(on);
+    drop(off);
+    let upsert = time_upserts(&db, args.seed, args.writes, &vocab)?;
+    println!(
+        "index upsert alone (Index::write + Writer::upsert of a ~4 KB file, one transaction each, on the {n}-file index): p50 {:.3} ms  p95 {:.3} ms over {}",
+        upsert.p50, upsert.p95, upsert.n
+    );
+
+    println!("load average: {}", loadavg());
+    for m in &mismatches {
+        println!("!!! MISMATCH: {m}");
+    }
+    if mismatches.is_empty() {
+        println!("hit counts: index = scan = plain reading for every query kind");
+    }
+    if args.keep.is_none() {
+        std::fs::remove_dir_all(&root)?;
+    }
+    Ok(SizeReport {
+        n,
+        build,
+        reconcile,
+        write_on,
+        write_off,
+        write_paired,
+        upsert,
+        ext_edit,
+        rows,
+        mismatches,
+    })
+}
+
+/// The shown hits' snippet work, replayed outside `memdir.search` the way it does it:
+/// per run, the sum over the shown hits of each step; p50 over `runs`.
+fn show_parts(md: &Memdir, row: &QueryRow, runs: usize) -> anyhow::Result<[f64; 4]> {
+    let store = &md.stores()[0];
+    let root = MemPath::root(0, &store.name);
+    let query = Query::parse(row.spec.query);
+    let prefix = format!("/{}/", store.name);
+    let paths: Vec<MemPath> = row
+        .shown_paths
+        .iter()
+        .filter_map(|p| p.strip_prefix(&prefix))
+        .map(|rel| root.with_rel(rel))
+        .collect();
+    let mut parts: [Vec<Duration>; 4] = Default::default();
+    for _ in 0..runs.max(1) {
+        let mut sum = [Duration::ZERO; 4];
+        for p in &paths {
+            let (d, text) = timed(|| -> anyhow::Result<String> {
+                let data = store.read(p)?;
+                let _ = memdir::text::sha256_hex(&data.bytes);
+                Ok(String::from_utf8(data.bytes)?)
+            });
+            sum[0] += d;
+            let text = text?;
+            let (d, m) = timed(|| DocMatch::of(&query, &text));
+            sum[1] += d;
+            if !m.any() {
+                bail!(
+                    "{}: a shown hit does not match `{}`",
+                    p.canonical(),
+                    row.spec.query
+                );
+            }
+            let (d, _) = timed(|| best_lines(&query, &text, 3));
+            sum[2] += d;
+            let (d, _) = timed(|| memdir::frontmatter::parse(&text));
+            sum[3] += d;
+        }
+        for (v, d) in parts.iter_mut().zip(sum) {
+            v.push(d);
+        }
+    }
+    Ok(parts.map(|v| pct(&v, 50.0)))
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".to_owned())
+}
+
+/// Times the index part of a write on its own: upserts of ~4 KB documents under a path
+/// that is not in the store, one transaction each; then removes them again.
+fn time_upserts(db: &Path, seed: u64, count: usize, v: &Vocab) -> anyhow::Result<Lat> {
+    let index = Index::open(db)?;
+    let mut samples = Vec::new();
+    let mut rels = Vec::new();
+    for k in 0..count.max(1) {
+        let text = update_text(seed ^ 0x5EED, k, "zzupsert", v);
+        let rel = format!("zz-search-bench/u-{k}.md");
+        let fm = memdir::frontmatter::parse(&text);
+        let doc = IndexedDoc {
+            rel: &rel,
+            stamp: Stamp {
+                size: text.len() as u64,
+                mtime_ns: k as i64,
+                ino: k as u64,
+            },
+            text: &text,
+            frontmatter: fm.as_ref(),
+        };
+        let (d, r) = timed(|| index.write(|w| w.upsert(&doc)));
+        r?;
+        samples.push(d);
+        rels.push(rel);
+    }
+    index.write(|w| rels.iter().try_for_each(|rel| w.remove(rel)))?;
+    Ok(Lat::of(&samples))
+}
+
+/// `count` distinct file numbers spread over 0..n (a prime stride).
+fn spread(n: usize, count: usize) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut j = 0usize;
+    while out.len() < count && j < count * 4 {
+        let i = (j * 7919 + 13) % n;
+        if seen.insert(i) || n < count {
+            out.push(i);
+        }
+        j += 1;
+    }
+    out
+}
+
+/// The pieces of a start-up reconcile, each timed on its own (p50 of 5).
+fn reconcile_pieces(md: &Memdir, db: &Path) -> anyhow::Result<String> {
+    let store = &md.stores()[0];
+    let root = MemPath::root(0, &store.name);
+    let mut open = Vec::new();
+    let mut stamps = Vec::new();
+    let mut walk = Vec::new();
+    let mut watch = Vec::new();
+    let mut files = 0;
+    for _ in 0..RECONCILE_RUNS {
+        let (d, index) = timed(|| Index::open(db));
+        open.push(d);
+        let index = index?;
+        let (d, s) = timed(|| index.stamps());
+        stamps.push(d);
+        files = s?.len();
+        let (d, w) = timed(|| store.walk(&root, None));
+        walk.push(d);
+        w?;
+        let (d, ()) = timed(|| {
+            if let Ok(mut w) = Watcher::new() {
+                store.watch_tree(&mut w, &root);
+            }
+        });
+        watch.push(d);
+    }
+    Ok(format!(
+        "index open {:.1} ms + stat walk {:.1} ms + SELECT stamps ({files} rows) {:.1} ms + inotify watches {:.1} ms",
+        pct(&open, 50.0),
+        pct(&walk, 50.0),
+        pct(&stamps, 50.0),
+        pct(&watch, 50.0)
+    ))
+}
+
+fn print_tables(n: usize, rows: &[QueryRow]) {
+    println!(
+        "\nquery latency at {n} files (ms; limit {LIMIT}; memdir over {} runs, scan over {}):",
+        rows.first().map_or(0, |r| r.memdir.n),
+        rows.iter()
+            .map(|r| r.scan.map_or(0, |s| s.n).to_string())
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    println!(
+        "{:<20} {:>8} {:>8} {:>9} {:>8} {:>9} {:>6} {:>7} {:>7} {:>8} {:>8}",
+        "query kind",
+        "memdir50",
+        "memdir95",
+        "scan50",
+        "rg50",
+        "scan/mem",
+        "df%",
+        "hits",
+        "scan",
+        "expected",
+        "rg files"
+    );
+    for r in rows {
+        let scan = r.scan.map_or(f64::NAN, |s| s.p50);
+        println!(
+            "{:<20} {:>8.3} {:>8.3} {:>9.1} {:>8} {:>8.0}x {:>6.1} {:>7} {:>7} {:>8} {:>8}{}{}",
+            r.spec.kind,
+            r.memdir.p50,
+            r.memdir.p95,
+            scan,
+            r.rg.map_or("-".to_owned(), |(l, _)| format!("{:.1}", l.p50)),
+            scan / r.memdir.p50,
+            100.0 * r.memdir_hits as f64 / n as f64,
+            r.memdir_hits,
+            r.scan_hits.map_or("-".to_owned(), |h| h.to_string()),
+            r.expected,
+            r.rg.map_or("-".to_owned(), |(_, f)| f.to_string()),
+            if r.relaxed { "  (relaxed)" } else { "" },
+            if Some(r.memdir_hits) != r.scan_hits || r.memdir_hits != r.expected {
+                "  MISMATCH"
+            } else {
+                ""
+            },
+        );
+    }
+    println!(
+        "\nwhere the index time goes (p50 ms). search = memdir.search; count = FTS5 count(*) \
+         alone, count+page = count + ranked page (Index::query on a second connection, \
+         offset 0, limit {LIMIT}); rest = search - count+page (watcher drain, scope check, \
+         showing the hits). The last four columns replay the showing of the shown hits \
+         outside memdir, summed over them: store read + sha256, DocMatch of the whole file, \
+         best_lines (the snippet), frontmatter parse."
+    );
+    println!(
+        "{:<20} {:>8} {:>8} {:>10} {:>8} {:>6} {:>8} {:>8} {:>8} {:>8}",
+        "query kind",
+        "search",
+        "count",
+        "count+page",
+        "rest",
+        "shown",
+        "read",
+        "docmatch",
+        "snippet",
+        "yaml"
+    );
+    for r in rows {
+        println!(
+            "{:<20} {:>8.3} {:>8.3} {:>10.3} {:>8.3} {:>6} {:>8.3} {:>8.3} {:>8.3} {:>8.3}",
+            r.spec.kind,
+            r.memdir.p50,
+            r.fts_count.p50,
+            r.fts_page.p50,
+            r.memdir.p50 - r.fts_page.p50,
+            r.shown,
+            r.show_parts[0],
+            r.show_parts[1],
+            r.show_parts[2],
+            r.show_parts[3],
+        );
+    }
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "PASS" } else { "MISS" }
+}
+
+fn summary(reports: &[SizeReport]) {
+    println!("\n==================== targets ====================");
+    let at = |n: usize| reports.iter().find(|r| r.n == n);
+    match at(10_000) {
+        Some(r) => {
+            for row in &r.rows {
+                println!(
+                    "{}  10k {:<20} p50 {:>7.3} ms ≤ {TARGET_10K_QUERY_P50_MS} ms",
+                    verdict(row.memdir.p50 <= TARGET_10K_QUERY_P50_MS),
+                    row.spec.kind,
+                    row.memdir.p50
+                );
+            }
+            println!(
+                "{}  10k start-up reconcile of the unchanged store p50 {:.1} ms ≤ {TARGET_RECONCILE_10K_MS} ms",
+                verdict(r.reconcile.p50 <= TARGET_RECONCILE_10K_MS),
+                r.reconcile.p50
+            );
+            let worst = r
+                .rows
+                .iter()
+                .filter_map(|row| row.scan.map(|s| (s.p50 / row.memdir.p50, row.spec.kind)))
+                .min_by(|a, b| a.0.total_cmp(&b.0));
+            if let Some((ratio, kind)) = worst {
+                println!(
+                    "{}  10k scan/memdir p50 ratio ≥ {TARGET_SCAN_RATIO_10K}x for every kind (lowest {ratio:.0}x: {kind})",
+                    verdict(ratio >= TARGET_SCAN_RATIO_10K)
+                );
+            }
+        }
+        None => println!("----  10k targets: 10,000 files not measured"),
+    }
+    match at(100_000) {
+        Some(r) => {
+            for row in &r.rows {
+                let target = if row.spec.common {
+                    TARGET_100K_COMMON_P50_MS
+                } else {
+                    TARGET_100K_QUERY_P50_MS
+                };
+                println!(
+                    "{}  100k {:<20} p50 {:>7.3} ms ≤ {target} ms",
+                    verdict(row.memdir.p50 <= target),
+                    row.spec.kind,
+                    row.memdir.p50
+                );
+            }
+        }
+        None => println!("----  100k targets: 100,000 files not measured (pass --files 100000)"),
+    }
+    for r in reports {
+        let cost = r.write_on.p50 - r.write_off.p50;
+        println!(
+            "{}  {} files: single-file update, index part (p50 on {:.3} − off {:.3}) = {cost:.3} ms ≤ {TARGET_UPDATE_INDEX_MS} ms (paired median {:.3} ms; upsert alone p50 {:.3} ms)",
+            verdict(cost <= TARGET_UPDATE_INDEX_MS),
+            r.n,
+            r.write_on.p50,
+            r.write_off.p50,
+            r.write_paired,
+            r.upsert.p50
+        );
+    }
+    println!("\ninformational:");
+    for r in reports {
+        let common: Vec<String> = r
+            .row(true)
+            .map(|row| format!("{:.3}", row.memdir.p50))
+            .collect();
+        let worst_other = r
+            .row(false)
+            .map(|row| row.memdir.p50)
+            .fold(0.0f64, f64::max);
+        println!(
+            "  {} files: build {:.2} s, reconcile p50 {:.1} ms, external edit → search p50 {:.3} ms, common-word p50 {} ms, slowest other kind p50 {worst_other:.3} ms",
+            r.n,
+            r.build.as_secs_f64(),
+            r.reconcile.p50,
+            r.ext_edit.p50,
+            common.join(",")
+        );
+    }
+    let all: Vec<&String> = reports.iter().flat_map(|r| &r.mismatches).collect();
+    if all.is_empty() {
+        println!("\ncorrectness: no hit-count mismatch");
+    } else {
+        println!("\n!!! correctness: {} MISMATCH(es):", all.len());
+        for m in all {
+            println!("!!!   {m}");
+        }
+    }
+}
