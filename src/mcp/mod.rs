@@ -128,6 +128,16 @@ fn answer<T, O: Serialize>(
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
+    serve(memdir, rmcp::transport::stdio()).await
+}
+
+/// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the
+/// fuzz target) until the peer closes its side.
+pub async fn serve<R, W>(memdir: Memdir, transport: (R, W)) -> anyhow::Result<()>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let server = MemdirServer::new(memdir);
     // Bring the search indexes up to date while the client starts talking,
     // and complete and trim the history.
@@ -140,7 +150,7 @@ pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
         }
         memdir.warm_indexes();
     });
-    let service = server.serve(rmcp::transport::stdio()).await?;
+    let service = server.serve(transport).await?;
     service.waiting().await?;
     Ok(())
 }
