@@ -198,8 +198,15 @@ impl Heads {
 }
 
 /// Makes the history consistent after a crash: cuts a torn last line, and appends the
-/// intended records whose mutation happened (`happened` checks one against the files).
-pub fn repair(store: &Store, lock: &StoreLock, happened: impl Fn(&Record) -> bool) -> Result<()> {
+/// intended records whose mutation happened (`happened` checks one against the files)
+/// and that the log does not hold yet (a crash between the append and clearing the
+/// intent leaves records that are already there). Leaves `heads` up to date.
+pub fn repair(
+    store: &Store,
+    lock: &StoreLock,
+    heads: &mut Heads,
+    happened: impl Fn(&Record) -> bool,
+) -> Result<()> {
     let len = store.state_len(LOG)?;
     // Whole records end with a newline: one byte tells whether the last append was torn.
     if len > 0 && store.state_read_from(LOG, len - 1)? != b"\n" {
@@ -211,6 +218,7 @@ pub fn repair(store: &Store, lock: &StoreLock, happened: impl Fn(&Record) -> boo
             store.state_truncate(LOG, keep)?;
         }
     }
+    heads.refresh(store)?;
     let intent = lock.intent()?;
     if intent.is_empty() {
         return Ok(());
@@ -219,7 +227,7 @@ pub fn repair(store: &Store, lock: &StoreLock, happened: impl Fn(&Record) -> boo
     let done: Vec<&Record> = records
         .iter()
         .map(|(_, r)| r)
-        .filter(|r| happened(r))
+        .filter(|r| r.version > heads.last_version && happened(r))
         .collect();
     if !done.is_empty() {
         tracing::info!(
@@ -228,7 +236,8 @@ pub fn repair(store: &Store, lock: &StoreLock, happened: impl Fn(&Record) -> boo
         );
         append(store, done.into_iter())?;
     }
-    lock.clear_intent()
+    lock.clear_intent()?;
+    heads.refresh(store)
 }
 
 fn append<'r>(store: &Store, records: impl Iterator<Item = &'r Record>) -> Result<()> {
@@ -285,6 +294,7 @@ pub fn begin(
         to_line(r, &mut bytes)?;
     }
     lock.set_intent(&bytes)?;
+    store.pause("history-intent");
     Ok(records)
 }
 
@@ -296,6 +306,7 @@ pub fn commit(
     records: &[Record],
 ) -> Result<()> {
     append(store, records.iter())?;
+    store.pause("history-appended");
     lock.clear_intent()?;
     heads.refresh(store)
 }

@@ -35,8 +35,7 @@ impl Memdir {
             let mut heads = self.heads[p.store]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            history::repair(store, &lock, |r| self.happened(p, r))?;
-            heads.refresh(store)?;
+            history::repair(store, &lock, &mut heads, |r| self.happened(p, r))?;
             Some(heads)
         } else {
             None

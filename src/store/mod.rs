@@ -160,7 +160,7 @@ impl Store {
         Ok(())
     }
 
-    fn pause(&self, stage: &str) {
+    pub(crate) fn pause(&self, stage: &str) {
         if self.pause_at.as_deref() == Some(stage) {
             eprintln!("memdir: test pause at {stage}");
             loop {
@@ -215,13 +215,6 @@ fn map_io(path: &MemPath, e: std::io::Error) -> Error {
         ErrorKind::IsADirectory => Error::IsFolder {
             path: path.canonical(),
         },
-        _ => Error::Io {
-            path: path.canonical(),
-            // Rebuild from the errno so no path text a library put in the message leaks.
-            source: e
-                .raw_os_error()
-                .map(std::io::Error::from_raw_os_error)
-                .unwrap_or_else(|| std::io::Error::from(e.kind())),
-        },
+        _ => Error::io(path.canonical(), &e),
     }
 }
