@@ -86,7 +86,7 @@ impl IndexSlot {
                         progress(now.0, now.1);
                         last = now;
                     }
-                    std::thread::sleep(Duration::from_millis(10));
+                    std::thread::sleep(Duration::from_millis(1));
                 }
             }
         }
@@ -172,7 +172,7 @@ impl Memdir {
         } else {
             match synced.watcher.as_mut() {
                 Some(watcher) => {
-                    let changes = watcher.drain(store);
+                    let changes = watcher.drain(store, &root);
                     if changes.overflow {
                         reconcile(store, &synced.index, &root, progress)
                     } else {

@@ -32,6 +32,9 @@ pub struct Watcher {
     degraded: bool,
 }
 
+/// Events read per drain at most; beyond it a rescan is cheaper than following them.
+const DRAIN_BUDGET: usize = 4096;
+
 const MASK: WatchFlags = WatchFlags::CLOSE_WRITE
     .union(WatchFlags::MOVED_TO)
     .union(WatchFlags::MOVED_FROM)
@@ -50,17 +53,26 @@ impl Watcher {
         })
     }
 
-    /// Reads every queued event without blocking.
-    pub fn drain(&mut self, store: &Store) -> Changes {
+    /// Reads the queued events of store folder `root`'s watches without blocking. At most
+    /// [`DRAIN_BUDGET`] events are read: when changes arrive faster than they can be read
+    /// (a script renaming in a loop), a drain that waited for an empty queue would never
+    /// end, so past the budget it reports an overflow and the caller rescans instead.
+    pub fn drain(&mut self, store: &Store, root: &MemPath) -> Changes {
         let mut changes = Changes {
             overflow: std::mem::take(&mut self.degraded),
             ..Changes::default()
         };
         let mut seen = HashSet::new();
-        let mut new_dirs = Vec::new();
+        let mut new_dirs = HashSet::new();
         let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
         let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+        let mut read = 0usize;
         loop {
+            read += 1;
+            if read > DRAIN_BUDGET {
+                changes.overflow = true;
+                break;
+            }
             let event = match reader.next() {
                 Ok(event) => event,
                 Err(rustix::io::Errno::AGAIN) => break,
@@ -90,14 +102,20 @@ impl Watcher {
             if flags.contains(ReadFlags::ISDIR)
                 && flags.intersects(ReadFlags::CREATE | ReadFlags::MOVED_TO)
             {
-                new_dirs.push(path.clone());
+                new_dirs.insert(path.clone());
             }
             if seen.insert(path.clone()) {
                 changes.paths.push(path);
             }
         }
-        for dir in new_dirs {
-            store.watch_tree(self, &dir);
+        if changes.overflow {
+            // Events were lost or skipped, and with them perhaps new folders: watch the
+            // whole tree again (a folder watched already keeps its watch).
+            store.watch_tree(self, root);
+        } else {
+            for dir in &new_dirs {
+                store.watch_tree(self, dir);
+            }
         }
         changes.overflow |= std::mem::take(&mut self.degraded);
         changes
@@ -124,10 +142,22 @@ impl Store {
             Ok(wd) => {
                 watcher.dirs.insert(wd, dir.clone());
             }
+            // The folder was removed, replaced or swapped for a symlink since its event:
+            // that change has an event of its own, nothing is missed.
+            Err(e) if entry_changed(&e) => {}
             Err(e) => {
                 tracing::debug!(path = %dir.canonical(), error = %e, "cannot watch a folder");
                 watcher.degraded = true;
             }
         }
     }
+}
+
+/// Whether opening a folder failed because the entry is no longer that folder.
+fn entry_changed(e: &std::io::Error) -> bool {
+    use rustix::io::Errno;
+    let errno = e.raw_os_error().map(Errno::from_raw_os_error);
+    matches!(errno, Some(Errno::NOENT | Errno::NOTDIR | Errno::LOOP | Errno::XDEV))
+        // cap-std's "a path led outside": a symlink now stands where the folder was.
+        || (e.kind() == std::io::ErrorKind::PermissionDenied && errno.is_none())
 }
