@@ -80,6 +80,16 @@ pub enum Error {
         rule: &'static str,
         line: usize,
     },
+    /// The disk is full, a quota or a file size limit was reached (ENOSPC, EDQUOT,
+    /// EFBIG). Writes are atomic, so nothing was changed.
+    #[error(
+        "could not write `{path}`: {source} (the disk is full or a size limit was reached); nothing was changed, free some space and retry"
+    )]
+    StorageFull {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
     /// An operating-system error. The message is the OS's, which names no path.
     #[error("could not access `{path}`: {source}")]
     Io {
@@ -94,6 +104,22 @@ impl Error {
         Error::InvalidPath {
             path: path.to_owned(),
             reason: reason.into(),
+        }
+    }
+
+    /// An operating-system error on `path`, rebuilt from its errno so that no host path
+    /// a library put into the message can leak; a full disk gets its own variant.
+    pub fn io(path: impl Into<String>, e: &io::Error) -> Self {
+        let path = path.into();
+        let source = e
+            .raw_os_error()
+            .map(io::Error::from_raw_os_error)
+            .unwrap_or_else(|| io::Error::from(e.kind()));
+        match e.kind() {
+            io::ErrorKind::StorageFull
+            | io::ErrorKind::QuotaExceeded
+            | io::ErrorKind::FileTooLarge => Error::StorageFull { path, source },
+            _ => Error::Io { path, source },
         }
     }
 

@@ -8,6 +8,7 @@ use memdir::memory::Memdir;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    ignore_sigxfsz();
     let cli = Cli::parse();
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.options.log_level)));
@@ -22,6 +23,16 @@ fn main() -> ExitCode {
             eprintln!("memdir: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// A file size limit (`RLIMIT_FSIZE`) must fail the write with `EFBIG`, which memdir
+/// reports as a clear error and survives, rather than kill the server with `SIGXFSZ`.
+fn ignore_sigxfsz() {
+    // SAFETY: sets one signal's disposition to SIG_IGN at start-up, before any thread
+    // exists; no handler code runs.
+    unsafe {
+        libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
 }
 

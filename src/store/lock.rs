@@ -47,13 +47,7 @@ impl StoreLock {
 }
 
 fn lock_io(e: std::io::Error) -> Error {
-    Error::Io {
-        path: super::LOCK_FILE.to_owned(),
-        source: e
-            .raw_os_error()
-            .map(std::io::Error::from_raw_os_error)
-            .unwrap_or_else(|| std::io::Error::from(e.kind())),
-    }
+    Error::io(super::LOCK_FILE, &e)
 }
 
 impl Store {

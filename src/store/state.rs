@@ -12,13 +12,7 @@ use super::{STATE_DIR, Store};
 use crate::error::{Error, Result};
 
 fn state_error(e: std::io::Error) -> Error {
-    Error::Io {
-        path: STATE_DIR.to_owned(),
-        source: e
-            .raw_os_error()
-            .map(std::io::Error::from_raw_os_error)
-            .unwrap_or_else(|| std::io::Error::from(e.kind())),
-    }
+    Error::io(STATE_DIR, &e)
 }
 
 impl Store {
