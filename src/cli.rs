@@ -8,7 +8,9 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::history::Retention;
-use crate::memory::{HistoryRequest, IndexLocation, ListRequest, Memdir, SearchRequest, Settings};
+use crate::memory::{
+    HistoryRequest, IndexLocation, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
+};
 use crate::store::StoreConfig;
 
 /// memdir: durable, searchable memory for AI agents, served over MCP (stdio).
@@ -275,7 +277,13 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             }
         }
         Command::Restore { path, version } => {
-            let r = memdir.restore(path, *version, None, "cli")?;
+            let r = memdir.restore(&RestoreRequest {
+                path,
+                version: *version,
+                if_absent: false,
+                expected_sha256: None,
+                actor: "cli",
+            })?;
             println!(
                 "restored version {version} at {} (now version {})",
                 r.path,

@@ -14,7 +14,7 @@ use super::schema::{input, output};
 use super::{MemdirServer, answer};
 use crate::error::Error;
 use crate::memory::{
-    EditOp, EditRequest, HistoryRequest, ListRequest, SearchRequest, WriteRequest,
+    EditOp, EditRequest, HistoryRequest, ListRequest, RestoreRequest, SearchRequest, WriteRequest,
 };
 
 const DEFAULT_LIST_LIMIT: i64 = 200;
@@ -146,12 +146,13 @@ impl MemdirServer {
                     expected_sha256: p.expected_sha256.as_deref(),
                     actor: &actor,
                 }),
-                (None, Some(version)) if version >= 1 => m.restore(
-                    &p.path,
-                    version as u64,
-                    p.expected_sha256.as_deref(),
-                    &actor,
-                ),
+                (None, Some(version)) if version >= 1 => m.restore(&RestoreRequest {
+                    path: &p.path,
+                    version: version as u64,
+                    if_absent: p.if_absent.unwrap_or(false),
+                    expected_sha256: p.expected_sha256.as_deref(),
+                    actor: &actor,
+                }),
                 (None, Some(v)) => Err(Error::InvalidArgument(format!(
                     "restore_version must be a version number from memory_history, got {v}"
                 ))),

@@ -27,7 +27,9 @@ pub use list::{ListEntry, ListRequest, ListResult};
 pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};
-pub use write::{DeleteResult, EditOp, EditRequest, EditResult, WriteRequest, WriteResult};
+pub use write::{
+    DeleteResult, EditOp, EditRequest, EditResult, RestoreRequest, WriteRequest, WriteResult,
+};
 
 /// Limits and switches that apply to every store.
 #[derive(Clone, Debug)]

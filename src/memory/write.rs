@@ -24,6 +24,17 @@ pub struct WriteRequest<'a> {
     pub actor: &'a str,
 }
 
+/// `memory_write {restore_version}`'s input: the content of an earlier version, written
+/// under the same preconditions as any write.
+#[derive(Debug)]
+pub struct RestoreRequest<'a> {
+    pub path: &'a str,
+    pub version: u64,
+    pub if_absent: bool,
+    pub expected_sha256: Option<&'a str>,
+    pub actor: &'a str,
+}
+
 /// `memory_write`'s result.
 #[derive(Debug)]
 pub struct WriteResult {
@@ -106,14 +117,9 @@ impl Memdir {
 
     /// Writes the content of history version `version` at `path` (which may be where it
     /// was, or elsewhere; the memory may have been deleted since), as a new version.
-    pub fn restore(
-        &self,
-        path: &str,
-        version: u64,
-        expected_sha256: Option<&str>,
-        actor: &str,
-    ) -> Result<WriteResult> {
-        let p = self.mutable_path(path)?;
+    pub fn restore(&self, req: &RestoreRequest) -> Result<WriteResult> {
+        let version = req.version;
+        let p = self.mutable_path(req.path)?;
         let store = self.store(&p);
         let record = history::records(store)?
             .into_iter()
@@ -139,7 +145,7 @@ impl Memdir {
         let content = String::from_utf8(bytes).map_err(|_| Error::NotUtf8 {
             path: p.canonical(),
         })?;
-        self.write_content(&p, &content, false, expected_sha256, actor)
+        self.write_content(&p, &content, req.if_absent, req.expected_sha256, req.actor)
     }
 
     fn write_content(
