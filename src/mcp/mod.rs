@@ -10,8 +10,12 @@ mod tools;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ErrorData, ServerHandler, ServiceExt, tool_handler};
+use rmcp::model::{
+    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation,
+    ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
 
 use crate::error::Error;
@@ -101,7 +105,53 @@ impl ServerHandler for MemdirServer {
             )
             .with_instructions(self.instructions())
     }
+
+    /// rmcp hands a request here when it knows no method by that name, and also when a
+    /// standard method's params do not parse (e.g. `tools/call` with `arguments: "x"`):
+    /// the first is "method not found", the second "invalid params".
+    fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<CustomResult, ErrorData>> + Send + '_ {
+        let method = request.method;
+        let error = if STANDARD_METHODS.contains(&method.as_str()) {
+            ErrorData::invalid_params(
+                format!(
+                    "invalid params for `{method}`; for tools/call send {{\"name\": <tool name>, \"arguments\": {{...}}}}"
+                ),
+                None,
+            )
+        } else {
+            ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                format!("unknown method `{method}`"),
+                None,
+            )
+        };
+        std::future::ready(Err(error))
+    }
 }
+
+/// MCP request methods rmcp parses itself: reaching `on_custom_request` with one of these
+/// means its params were malformed.
+const STANDARD_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "subscriptions/listen",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+    "logging/setLevel",
+];
 
 /// Turns a library result into a tool result: `structuredContent` and text on success;
 /// on failure an `isError` result whose text is the error's actionable message. This is
