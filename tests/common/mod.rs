@@ -76,6 +76,16 @@ impl Sandbox {
 impl Server {
     /// Starts `memdir ARGS` with extra environment variables.
     pub async fn start(args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_with(args, env, |_| {}).await
+    }
+
+    /// Starts `memdir ARGS` with extra environment variables and a last say on the
+    /// command (e.g. resource limits set in `pre_exec`).
+    pub async fn start_with(
+        args: &[&str],
+        env: &[(&str, &str)],
+        adjust: impl FnOnce(&mut Command),
+    ) -> Server {
         let cmd = Command::new(BIN).configure(|c| {
             // Search indexes go to the build's temp folder, never the user's cache.
             c.args(args).env("RUST_LOG", "memdir=warn").env(
@@ -85,6 +95,7 @@ impl Server {
             for (k, v) in env {
                 c.env(k, v);
             }
+            adjust(c);
         });
         let (transport, stderr) = TokioChildProcess::builder(cmd)
             .stderr(Stdio::piped())
