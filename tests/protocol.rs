@@ -1,0 +1,852 @@
+//! Protocol abuse: raw newline-delimited JSON-RPC written straight to the real binary's
+//! stdin (not through the rmcp client, which refuses to send garbage). Every line the
+//! server prints must be valid JSON-RPC, nothing may hang or crash, and after each abuse
+//! a real `memory_write` + `memory_read` round trip must still work.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memdir");
+
+/// How long any one reply may take. Generous: debug builds on a shared 2-core machine.
+const REPLY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The spec's target for close(stdin) → process exit.
+const EXIT_TARGET: Duration = Duration::from_millis(100);
+
+/// A server spoken to in raw JSON-RPC lines.
+struct Raw {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Messages read while waiting for another one, kept in arrival order.
+    stash: VecDeque<Value>,
+    /// Ids for requests the helpers make up (barriers, round trips).
+    next_id: u64,
+    tmp: tempfile::TempDir,
+}
+
+impl Raw {
+    /// Spawns `memdir --root <tmp>/store`, sends `initialize`, checks its reply and sends
+    /// `notifications/initialized`.
+    async fn start() -> Raw {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let store = tmp.path().join("store");
+        let mut child = Command::new(BIN)
+            .arg("--root")
+            .arg(&store)
+            // Search indexes go to the build's temp folder, never the user's cache.
+            .env("RUST_LOG", "memdir=warn")
+            .env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // Inherited, so a panic message of the server shows up next to the failure.
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn memdir");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut raw = Raw {
+            child,
+            stdin,
+            stdout,
+            stash: VecDeque::new(),
+            next_id: 1_000_000,
+            tmp,
+        };
+        raw.send_line(
+            &json!({
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "protocol-test", "version": "1.0"}
+                }
+            })
+            .to_string(),
+        )
+        .await;
+        let init = raw.recv().await;
+        assert_eq!(init["id"], json!(0), "initialize reply: {init}");
+        assert!(
+            init["result"]["protocolVersion"].is_string(),
+            "initialize reply: {init}"
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "memdir");
+        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        raw
+    }
+
+    fn store(&self) -> PathBuf {
+        self.tmp.path().join("store")
+    }
+
+    /// Sends one line (a newline is appended).
+    async fn send_line(&mut self, line: &str) {
+        let mut bytes = line.as_bytes().to_vec();
+        bytes.push(b'\n');
+        self.send_bytes(&bytes).await;
+    }
+
+    /// Sends bytes exactly as given.
+    async fn send_bytes(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(bytes).await.expect("write to memdir");
+        stdin.flush().await.expect("flush to memdir");
+    }
+
+    /// The next line of stdout, which must be one valid JSON-RPC message.
+    async fn recv(&mut self) -> Value {
+        match tokio::time::timeout(REPLY_TIMEOUT, read_message(&mut self.stdout)).await {
+            Ok(Some(message)) => message,
+            Ok(None) => panic!("memdir closed stdout (exited?) while a reply was due"),
+            Err(_) => panic!("no reply within {REPLY_TIMEOUT:?}"),
+        }
+    }
+
+    /// The reply to the request with this id (exact JSON equality); other messages that
+    /// arrive first are stashed for later.
+    async fn reply(&mut self, id: &Value) -> Value {
+        if let Some(i) = self.stash.iter().position(|m| m.get("id") == Some(id)) {
+            return self.stash.remove(i).unwrap();
+        }
+        loop {
+            let message = self.recv().await;
+            if message.get("id") == Some(id) {
+                return message;
+            }
+            self.stash.push_back(message);
+        }
+    }
+
+    fn fresh_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Sends a `ping` and returns every message that arrived before its reply. The server
+    /// answers a line it cannot take as a request before it reads the next line, so an
+    /// answer to such a line is among these.
+    async fn barrier(&mut self) -> Vec<Value> {
+        let id = json!(format!("barrier-{}", self.fresh_id()));
+        self.send_line(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string())
+            .await;
+        let mut before: Vec<Value> = self.stash.drain(..).collect();
+        loop {
+            let message = self.recv().await;
+            if message.get("id") == Some(&id) {
+                assert!(message.get("result").is_some(), "ping failed: {message}");
+                return before;
+            }
+            before.push(message);
+        }
+    }
+
+    /// `tools/call` with any arguments value (not necessarily an object); returns the reply.
+    async fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let id = json!(self.fresh_id());
+        let request = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": tool, "arguments": arguments}
+        });
+        self.send_line(&request.to_string()).await;
+        self.reply(&id).await
+    }
+
+    /// A real write and read back: the server still serves.
+    async fn assert_still_serves(&mut self) {
+        let n = self.fresh_id();
+        let path = format!("/memories/alive/{n}.md");
+        let content = format!("still alive {n}\n");
+        let wrote = self
+            .call("memory_write", json!({"path": path, "content": content}))
+            .await;
+        let wrote = tool_result(&wrote);
+        assert_ne!(wrote["isError"], json!(true), "write failed: {wrote}");
+        assert_eq!(
+            wrote["structuredContent"]["content_sha256"],
+            json!(memdir::text::sha256_hex(content.as_bytes()))
+        );
+        let read = self.call("memory_read", json!({"path": path})).await;
+        let read = tool_result(&read);
+        assert_ne!(read["isError"], json!(true), "read failed: {read}");
+        assert_eq!(read["structuredContent"]["content"], json!(content));
+    }
+
+    /// Closes stdin and waits for the process to exit; returns how long that took.
+    async fn close(&mut self) -> (Duration, ExitStatus) {
+        let stdin = self.stdin.take().expect("stdin is open");
+        let t0 = Instant::now();
+        drop(stdin);
+        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+            .await
+            .expect("memdir did not exit within 10 s of EOF")
+            .expect("wait for memdir");
+        (t0.elapsed(), status)
+    }
+
+    /// Closes stdin, checks the exit status, and returns every message the server printed
+    /// that no one has read yet (each checked as valid JSON-RPC).
+    async fn finish(mut self) -> Vec<Value> {
+        let (_, status) = self.close().await;
+        assert!(status.success(), "memdir exited with {status}");
+        let mut rest: Vec<Value> = self.stash.drain(..).collect();
+        while let Some(message) = read_message(&mut self.stdout).await {
+            rest.push(message);
+        }
+        rest
+    }
+}
+
+/// Reads one line and checks that it is one valid JSON-RPC message; `None` at EOF.
+async fn read_message(stdout: &mut BufReader<ChildStdout>) -> Option<Value> {
+    let mut line = Vec::new();
+    let n = stdout
+        .read_until(b'\n', &mut line)
+        .await
+        .expect("read memdir's stdout");
+    if n == 0 {
+        return None;
+    }
+    assert_eq!(
+        line.last(),
+        Some(&b'\n'),
+        "stdout ended inside a line: {:?}",
+        String::from_utf8_lossy(&line)
+    );
+    let message: Value = serde_json::from_slice(&line).unwrap_or_else(|e| {
+        panic!(
+            "stdout carried a line that is not JSON ({e}): {:?}",
+            String::from_utf8_lossy(&line)
+        )
+    });
+    check_json_rpc(&message);
+    Some(message)
+}
+
+/// Panics unless `message` is a JSON-RPC 2.0 message a server may send: a response with
+/// exactly one of `result` / `error`, or a request / notification of its own.
+fn check_json_rpc(message: &Value) {
+    let obj = message
+        .as_object()
+        .unwrap_or_else(|| panic!("not a JSON-RPC object: {message}"));
+    assert_eq!(obj.get("jsonrpc"), Some(&json!("2.0")), "{message}");
+    if let Some(method) = obj.get("method") {
+        assert!(method.is_string(), "method must be a string: {message}");
+        assert!(!obj.contains_key("result") && !obj.contains_key("error"));
+        return;
+    }
+    let id = obj.get("id");
+    let is_request_id = |id: &Value| id.is_string() || id.is_i64() || id.is_u64();
+    match (obj.get("result"), obj.get("error")) {
+        (Some(_), None) => assert!(
+            id.is_some_and(is_request_id),
+            "a result needs the request's id: {message}"
+        ),
+        (None, Some(error)) => {
+            assert!(
+                error["code"].is_i64() && error["message"].is_string(),
+                "malformed error object: {message}"
+            );
+            // MCP 2025-11-25 makes the id of an error response optional (when the
+            // request's id could not be read); JSON-RPC 2.0 writes that case as null.
+            assert!(
+                id.is_none_or(|id| id.is_null() || is_request_id(id)),
+                "bad id on an error: {message}"
+            );
+        }
+        _ => panic!("a response needs exactly one of result and error: {message}"),
+    }
+}
+
+/// The `result` of a `tools/call` reply (panics on a JSON-RPC error).
+fn tool_result(reply: &Value) -> &Value {
+    reply
+        .get("result")
+        .unwrap_or_else(|| panic!("expected a tool result, got {reply}"))
+}
+
+/// An answer to a line that is not a request: a parse error or an invalid request,
+/// without an id (it could not be read).
+fn assert_id_less_error(message: &Value, line: &str) {
+    let code = message["error"]["code"].as_i64();
+    assert!(
+        matches!(code, Some(-32700) | Some(-32600)),
+        "{line:?} was answered with {message}, expected a parse error or invalid request"
+    );
+    assert!(
+        message.get("id").is_none_or(Value::is_null),
+        "{line:?} was answered with an id: {message}"
+    );
+}
+
+/// A tool call that must fail: an `isError` result or a JSON-RPC invalid-params error.
+fn assert_refused(reply: &Value, what: &str) {
+    if let Some(result) = reply.get("result") {
+        assert_eq!(
+            result["isError"],
+            json!(true),
+            "{what}: expected an error, got {reply}"
+        );
+    } else {
+        assert_eq!(
+            reply["error"]["code"],
+            json!(-32602),
+            "{what}: expected invalid params (-32602), got {reply}"
+        );
+    }
+}
+
+/// Every regular file under the store, outside memdir's own `.memdir` folder.
+fn memories(store: &std::path::Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = walkdir::WalkDir::new(store)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".memdir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.path().strip_prefix(store).unwrap().to_owned())
+        .collect();
+    files.sort();
+    files
+}
+
+fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+#[tokio::test]
+async fn malformed_lines_get_an_error_or_nothing_and_the_server_keeps_serving() {
+    let mut server = Raw::start().await;
+    let lines = [
+        "{",
+        "not json",
+        "[]",
+        "[1, 2]",
+        r#"{"jsonrpc":"2.0"}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
+        r#"{"id":3,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":5}"#,
+        "42",
+        r#""a JSON string""#,
+        "null",
+        "true",
+        "{}",
+        "   ",
+        "\r",
+    ];
+    for line in lines {
+        server.send_line(line).await;
+        let answers = server.barrier().await;
+        assert!(
+            answers.len() <= 1,
+            "{line:?} was answered {} times: {answers:?}",
+            answers.len()
+        );
+        for answer in &answers {
+            assert_id_less_error(answer, line);
+        }
+    }
+    server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
+
+#[tokio::test]
+async fn invalid_utf8_writes_nothing_and_the_server_keeps_serving() {
+    let mut server = Raw::start().await;
+    let store = server.store();
+    let lines: [&[u8]; 4] = [
+        b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_write\",\"arguments\":{\"path\":\"a.md\",\"content\":\"\xff\xfe\"}}}\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_write\",\"arguments\":{\"path\":\"b\xc3\x28.md\",\"content\":\"x\"}}}\n",
+        // A lone surrogate escape is valid JSON syntax but no Unicode scalar value.
+        b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\",\"params\":{\"name\":\"memory_write\",\"arguments\":{\"path\":\"c.md\",\"content\":\"\\ud800\"}}}\n",
+        b"\xff\xfe\xfd\n",
+    ];
+    for line in lines {
+        server.send_bytes(line).await;
+        let answers = server.barrier().await;
+        let text = String::from_utf8_lossy(line);
+        for answer in &answers {
+            assert_id_less_error(answer, &text);
+        }
+    }
+    server.assert_still_serves().await;
+    // A reply to one of the ids may come late (tool calls run concurrently): whatever
+    // arrived must be a refusal.
+    for message in server.finish().await {
+        if message.get("id").is_some_and(|id| !id.is_null()) {
+            assert_refused(&message, "an invalid UTF-8 write");
+        } else {
+            assert_id_less_error(&message, "an invalid UTF-8 line");
+        }
+    }
+    let files = memories(&store);
+    assert!(
+        files.iter().all(|f| f.starts_with("alive")),
+        "invalid UTF-8 reached the store: {files:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_10_mb_line_is_refused_without_a_hang() {
+    let mut server = Raw::start().await;
+    let content = "x".repeat(10 * 1024 * 1024);
+    let request = json!({
+        "jsonrpc": "2.0",
+        "id": "big",
+        "method": "tools/call",
+        "params": {"name": "memory_write", "arguments": {"path": "big.md", "content": content}}
+    })
+    .to_string();
+    drop(content);
+    assert!(request.len() > 10 * 1024 * 1024);
+    let t0 = Instant::now();
+    server.send_line(&request).await;
+    let reply = server.reply(&json!("big")).await;
+    println!("10 MB line answered in {:?}", t0.elapsed());
+    assert_refused(&reply, "a 10 MB memory_write");
+    if let Some(result) = reply.get("result") {
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("102400"),
+            "the error should name the cap: {text}"
+        );
+    }
+    server.assert_still_serves().await;
+    let store = server.store();
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+    assert!(
+        !store.join("big.md").exists(),
+        "the 10 MB memory was written"
+    );
+}
+
+#[tokio::test]
+async fn a_line_beyond_the_transport_cap_is_dropped_without_harm() {
+    // rmcp's stdio transport discards lines over 16 MiB unread (bounded memory); the
+    // server must survive that and write nothing.
+    let mut server = Raw::start().await;
+    let content = "y".repeat(17 * 1024 * 1024);
+    let request = json!({
+        "jsonrpc": "2.0",
+        "id": "huge",
+        "method": "tools/call",
+        "params": {"name": "memory_write", "arguments": {"path": "huge.md", "content": content}}
+    })
+    .to_string();
+    drop(content);
+    server.send_line(&request).await;
+    for answer in server.barrier().await {
+        if answer.get("id").is_some_and(|id| !id.is_null()) {
+            assert_refused(&answer, "a 17 MiB memory_write");
+        } else {
+            assert_id_less_error(&answer, "a 17 MiB line");
+        }
+    }
+    server.assert_still_serves().await;
+    let store = server.store();
+    for message in server.finish().await {
+        assert_refused(&message, "a 17 MiB memory_write");
+    }
+    assert!(
+        !store.join("huge.md").exists(),
+        "the 17 MiB memory was written"
+    );
+}
+
+#[tokio::test]
+async fn unknown_methods_are_not_found_and_unknown_notifications_are_ignored() {
+    let mut server = Raw::start().await;
+    for (id, method) in [
+        (json!(11), "foo/bar"),
+        (json!("x"), "tools/frobnicate"),
+        (json!(12), ""),
+        (json!(13), "rpc.discover"),
+    ] {
+        server
+            .send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string())
+            .await;
+        let reply = server.reply(&id).await;
+        assert_eq!(
+            reply["error"]["code"],
+            json!(-32601),
+            "{method:?} should be method not found: {reply}"
+        );
+    }
+    for notification in [
+        r#"{"jsonrpc":"2.0","method":"foo/bar"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/foo","params":{"a":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"foo/bar","params":[1,2,3]}"#,
+    ] {
+        server.send_line(notification).await;
+        let answers = server.barrier().await;
+        assert!(
+            answers.is_empty(),
+            "a notification got a reply: {notification} → {answers:?}"
+        );
+    }
+    server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
+
+#[tokio::test]
+async fn tool_calls_with_wrong_types_are_errors() {
+    let mut server = Raw::start().await;
+    let cases = [
+        ("memory_write", json!({"path": 5, "content": "x"})),
+        ("memory_write", json!({"path": "t1.md", "content": []})),
+        ("memory_write", json!({"path": "t2.md", "content": null})),
+        (
+            "memory_write",
+            json!({"path": "t3.md", "content": {"a": 1}}),
+        ),
+        (
+            "memory_write",
+            json!({"path": "t4.md", "content": "x", "if_absent": "yes"}),
+        ),
+        (
+            "memory_write",
+            json!({"path": "t5.md", "content": "x", "expected_sha256": 7}),
+        ),
+        (
+            "memory_write",
+            json!({"path": "t6.md", "restore_version": "one"}),
+        ),
+        (
+            "memory_write",
+            json!({"path": "t7.md", "restore_version": -1}),
+        ),
+        ("memory_write", json!({})),
+        ("memory_write", json!({"content": "no path"})),
+        ("memory_write", json!({"path": "t8.md"})),
+        ("memory_read", json!({"path": "t.md", "view_range": "x"})),
+        ("memory_read", json!({"path": "t.md", "view_range": [1]})),
+        (
+            "memory_read",
+            json!({"path": "t.md", "view_range": [1, 2, 3]}),
+        ),
+        (
+            "memory_read",
+            json!({"path": "t.md", "view_range": ["1", "2"]}),
+        ),
+        (
+            "memory_read",
+            json!({"path": "t.md", "view_range": [1.5, 2]}),
+        ),
+        ("memory_read", json!({})),
+        ("memory_read", json!({"path": ["a", "b"]})),
+        ("memory_list", json!({"limit": -1})),
+        ("memory_list", json!({"limit": "ten"})),
+        ("memory_list", json!({"depth": -3})),
+        ("memory_list", json!({"limit": 1e300})),
+        ("memory_search", json!({"query": "x", "limit": -1})),
+        ("memory_search", json!({"query": 42})),
+        ("memory_search", json!({})),
+        ("memory_edit", json!({"path": "t.md"})),
+        (
+            "memory_edit",
+            json!({"path": "t.md", "insert_line": "2", "insert_text": "a"}),
+        ),
+        ("memory_edit", json!({"path": "t.md", "append_text": 3})),
+        (
+            "memory_edit",
+            json!({"path": "t.md", "old_str": "a", "new_str": "b", "replace_all": 1}),
+        ),
+        ("memory_delete", json!({})),
+        ("memory_delete", json!({"path": true})),
+        ("memory_history", json!({"limit": -1})),
+        ("memory_history", json!({"version": "v1"})),
+        ("no_such_tool", json!({})),
+        ("", json!({})),
+    ];
+    for (tool, arguments) in cases {
+        let what = format!("{tool} {arguments}");
+        let reply = server.call(tool, arguments).await;
+        assert_refused(&reply, &what);
+    }
+    server.assert_still_serves().await;
+    let store = server.store();
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+    let files = memories(&store);
+    assert!(
+        files.iter().all(|f| f.starts_with("alive")),
+        "a refused call wrote: {files:?}"
+    );
+}
+
+#[tokio::test]
+async fn malformed_tools_call_params_are_invalid_params() {
+    // A known method whose params do not fit is "invalid params" (-32602), not "method
+    // not found": the client must learn that its request was wrong, not that the server
+    // lacks tools/call.
+    let mut server = Raw::start().await;
+    let cases = [
+        json!({"name": "memory_read", "arguments": "x"}),
+        json!({"name": "memory_read", "arguments": [1, 2]}),
+        json!({"name": 5, "arguments": {}}),
+        json!({"arguments": {"path": "a.md"}}),
+        json!({}),
+    ];
+    let mut wrong = Vec::new();
+    for params in cases {
+        let id = json!(server.fresh_id());
+        server
+            .send_line(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                    .to_string(),
+            )
+            .await;
+        let reply = server.reply(&id).await;
+        let refused = reply["error"]["code"] == json!(-32602)
+            || (reply.get("result").is_some() && reply["result"]["isError"] == json!(true));
+        if !refused {
+            wrong.push(format!("params {params} → {reply}"));
+        }
+    }
+    let id = json!(server.fresh_id());
+    server
+        .send_line(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"}).to_string())
+        .await;
+    let reply = server.reply(&id).await;
+    if reply["error"]["code"] != json!(-32602) {
+        wrong.push(format!("no params → {reply}"));
+    }
+    server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+    assert!(
+        wrong.is_empty(),
+        "malformed tools/call answered without invalid params:\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[tokio::test]
+async fn a_thousand_pipelined_requests_are_all_answered() {
+    const N: u64 = 1000;
+    let mut server = Raw::start().await;
+    let seed = "seed memory, read 500 times\n";
+    let wrote = server
+        .call("memory_write", json!({"path": "seed.md", "content": seed}))
+        .await;
+    assert_ne!(tool_result(&wrote)["isError"], json!(true), "{wrote}");
+
+    // Odd ids write their own file, even ids read the seed. Reads of files written in the
+    // same batch would race (requests run concurrently), so reads go to the seed.
+    let content = |id: u64| format!("pipelined write {id}\n");
+    let mut batch = String::new();
+    for id in 1..=N {
+        let request = if id % 2 == 1 {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "memory_write",
+                "arguments": {"path": format!("p/{id:04}.md"), "content": content(id)}
+            }})
+        } else {
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "memory_read", "arguments": {"path": "seed.md"}
+            }})
+        };
+        batch.push_str(&request.to_string());
+        batch.push('\n');
+    }
+    // All requests are written before any reply is read, from another task, so neither
+    // side can block the other on a full pipe.
+    let mut stdin = server.stdin.take().expect("stdin");
+    let writer = tokio::spawn(async move {
+        for line in batch.lines() {
+            stdin.write_all(line.as_bytes()).await.expect("write");
+            stdin.write_all(b"\n").await.expect("write");
+        }
+        stdin.flush().await.expect("flush");
+        stdin
+    });
+
+    let t0 = Instant::now();
+    let mut seen = BTreeSet::new();
+    for _ in 0..N {
+        let reply = server.recv().await;
+        let id = reply["id"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("reply without a request id: {reply}"));
+        assert!((1..=N).contains(&id), "reply to an unknown id: {reply}");
+        assert!(seen.insert(id), "two replies to id {id}");
+        let result = tool_result(&reply);
+        assert_ne!(
+            result["isError"],
+            json!(true),
+            "request {id} failed: {reply}"
+        );
+        let structured = &result["structuredContent"];
+        if id % 2 == 1 {
+            assert_eq!(structured["created"], json!(true), "{reply}");
+            assert_eq!(
+                structured["content_sha256"],
+                json!(memdir::text::sha256_hex(content(id).as_bytes())),
+                "{reply}"
+            );
+        } else {
+            assert_eq!(structured["content"], json!(seed), "{reply}");
+        }
+    }
+    println!("{N} pipelined requests answered in {:?}", t0.elapsed());
+    assert_eq!(seen.len() as u64, N);
+    server.stdin = Some(writer.await.expect("writer task"));
+    let extra = server.barrier().await;
+    assert!(extra.is_empty(), "replies beyond the {N}: {extra:?}");
+
+    let store = server.store();
+    for id in (1..=N).filter(|id| id % 2 == 1) {
+        let bytes = std::fs::read(store.join(format!("p/{id:04}.md")))
+            .unwrap_or_else(|e| panic!("p/{id:04}.md was acknowledged but is missing: {e}"));
+        assert_eq!(bytes, content(id).as_bytes());
+    }
+    assert_eq!(
+        std::fs::read_dir(store.join("p")).unwrap().count() as u64,
+        N / 2
+    );
+    server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
+
+#[tokio::test]
+async fn eof_ends_the_process_promptly_with_status_0() {
+    const RUNS: usize = 5;
+    let mut idle = Vec::new();
+    let mut in_flight = Vec::new();
+    for run in 0..RUNS {
+        // Idle: the handshake and one round trip done, nothing pending.
+        let mut server = Raw::start().await;
+        server.assert_still_serves().await;
+        let (elapsed, status) = server.close().await;
+        assert!(
+            status.success(),
+            "idle run {run}: memdir exited with {status}"
+        );
+        idle.push(elapsed);
+
+        // In flight: stdin closes right after a search was sent.
+        let mut server = Raw::start().await;
+        server.assert_still_serves().await;
+        server
+            .send_line(
+                &json!({"jsonrpc": "2.0", "id": "search", "method": "tools/call", "params": {
+                    "name": "memory_search", "arguments": {"query": "still alive"}
+                }})
+                .to_string(),
+            )
+            .await;
+        let (elapsed, status) = server.close().await;
+        assert!(
+            status.success(),
+            "in-flight run {run}: memdir exited with {status}"
+        );
+        in_flight.push(elapsed);
+        // Whatever it printed before exiting must still be JSON-RPC.
+        while let Some(message) = read_message(&mut server.stdout).await {
+            assert_eq!(message["id"], json!("search"), "{message}");
+        }
+    }
+    let ms = |d: &Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
+    println!(
+        "close(stdin) → exit, idle:      {} ms (median {} ms)",
+        idle.iter().map(ms).collect::<Vec<_>>().join(", "),
+        ms(&median(&idle))
+    );
+    println!(
+        "close(stdin) → exit, in flight: {} ms (median {} ms)",
+        in_flight.iter().map(ms).collect::<Vec<_>>().join(", "),
+        ms(&median(&in_flight))
+    );
+    assert!(
+        median(&idle) < EXIT_TARGET,
+        "idle exit median {:?} ≥ {EXIT_TARGET:?} (runs: {idle:?})",
+        median(&idle)
+    );
+    assert!(
+        median(&in_flight) < EXIT_TARGET,
+        "in-flight exit median {:?} ≥ {EXIT_TARGET:?} (runs: {in_flight:?})",
+        median(&in_flight)
+    );
+}
+
+#[tokio::test]
+async fn unusual_request_ids_are_echoed() {
+    let mut server = Raw::start().await;
+    // Written as raw text so the echo is compared digit for digit (2^53 + 1 does not
+    // survive a round trip through an f64).
+    let ids = [
+        r#""abc""#,
+        r#""""#,
+        r#""7""#,
+        r#""🦀 id with spaces""#,
+        r#""\u0000\n""#,
+        "0",
+        "-1",
+        "9007199254740993",
+        "9223372036854775807",
+        "-9223372036854775808",
+    ];
+    for id in ids {
+        server
+            .send_line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+            .await;
+        let expected: Value = serde_json::from_str(id).unwrap();
+        let reply = server.reply(&expected).await;
+        assert!(reply.get("result").is_some(), "ping {id}: {reply}");
+        assert_eq!(reply["id"].to_string(), expected.to_string(), "{reply}");
+    }
+    // A tool call with a string id: the id of a real tool reply is echoed too.
+    server
+        .send_line(
+            r#"{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":{"name":"memory_list","arguments":{}}}"#,
+        )
+        .await;
+    let reply = server.reply(&json!("call-1")).await;
+    assert!(tool_result(&reply).is_object());
+
+    // Ids MCP does not allow (null: "MUST NOT be null"; a fraction; a number beyond
+    // 64-bit signed) must still be answered, not left hanging: with their id, or with an
+    // invalid-request error that carries none.
+    for id in ["null", "1.5", "18446744073709551615"] {
+        server
+            .send_line(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#))
+            .await;
+        let answers = server.barrier().await;
+        let answer = match answers.as_slice() {
+            // Not refused on sight: then it is a request, and its reply must come.
+            [] => server.reply(&serde_json::from_str(id).unwrap()).await,
+            [answer] => answer.clone(),
+            _ => panic!("id {id} answered several times: {answers:?}"),
+        };
+        if answer.get("error").is_some() && answer["id"].is_null() {
+            assert_id_less_error(&answer, id);
+        } else {
+            assert_eq!(answer["id"].to_string(), id, "{answer}");
+        }
+    }
+    server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
