@@ -97,7 +97,26 @@ async fn mutations_make_versions_with_the_client_as_actor() {
     let mine = s
         .ok("memory_history", json!({"path": "/memories/notes/a.md"}))
         .await;
-    assert_eq!(versions(&mine).len(), 2);
+    let mine = versions(&mine);
+    let mine: Vec<(&str, &str)> = mine
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        mine,
+        [
+            ("deleted", "/memories/notes/a.md"),
+            ("renamed", "/memories/notes/a.md"),
+            ("modified", "/memories/a.md"),
+            ("created", "/memories/a.md"),
+        ],
+        "the versions before the move, at the old path, belong to its history"
+    );
     let one = s
         .ok("memory_history", json!({"path": "/memories", "version": 1}))
         .await;

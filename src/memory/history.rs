@@ -2,6 +2,8 @@
 //! first, and the content of one version. Reading a single memory's history first notices
 //! (and records, as `external`) a change made to it outside memdir.
 
+use std::collections::HashSet;
+
 use super::Memdir;
 use crate::error::{Error, Result};
 use crate::history::{self, Op, Record};
@@ -79,14 +81,22 @@ impl Memdir {
             }
             let rel = scope.rel();
             let under = format!("{rel}/");
-            let matches = |p: &str| rel.is_empty() || p == rel || p.starts_with(&under);
+            // Earlier names of the memories in scope: a history follows renames back.
+            let mut earlier: HashSet<String> = HashSet::new();
+            let matches = |p: &str, earlier: &HashSet<String>| {
+                rel.is_empty() || p == rel || p.starts_with(&under) || earlier.contains(p)
+            };
             for r in history::records(self.store(scope))?.into_iter().rev() {
+                let in_scope = matches(&r.path, &earlier);
+                let relevant = in_scope
+                    || r.from.as_deref().is_some_and(|f| matches(f, &earlier))
+                    || (r.redacted && rel.is_empty());
+                if in_scope && let Some(from) = &r.from {
+                    earlier.insert(from.clone());
+                }
                 if before.is_some_and(|b| r.version >= b) {
                     continue;
                 }
-                let relevant = matches(&r.path)
-                    || r.from.as_deref().is_some_and(matches)
-                    || (r.redacted && rel.is_empty());
                 if relevant {
                     out.push(shown(scope, r));
                 }
