@@ -521,3 +521,33 @@ async fn the_history_folder_is_invisible_to_every_tool() {
     }
     s.stop().await;
 }
+
+/// Regression (found by the state-machine test): `restore_version` ignored `if_absent` and
+/// overwrote an existing memory.
+#[tokio::test]
+async fn restore_with_if_absent_never_overwrites() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let first = s
+        .ok("memory_write", json!({"path": "d.md", "content": ""}))
+        .await;
+    s.ok("memory_write", json!({"path": "d.md", "content": "\n"}))
+        .await;
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "d.md", "restore_version": first["version"], "if_absent": true}),
+        )
+        .await;
+    assert!(e.contains("already exists"), "{e}");
+    assert_eq!(std::fs::read(sb.store().join("d.md")).unwrap(), b"\n");
+    // Where nothing is, the same restore creates the memory.
+    let r = s
+        .ok(
+            "memory_write",
+            json!({"path": "copy.md", "restore_version": first["version"], "if_absent": true}),
+        )
+        .await;
+    assert_eq!(r["created"], true);
+    s.stop().await;
+}
