@@ -164,6 +164,19 @@ pub fn parse(raw: &str, stores: &[&str]) -> Result<Target> {
         check_segment(raw, seg)?;
         segments.push(seg.to_owned());
     }
+    // The limit holds for the canonical form too (a relative path gains `/<store>/`):
+    // results show canonical paths, and an agent must be able to pass any of them back.
+    let canonical_len =
+        1 + stores[store].len() + segments.iter().map(|s| 1 + s.len()).sum::<usize>();
+    if canonical_len > MAX_PATH_BYTES {
+        return Err(Error::invalid_path(
+            &shorten(raw),
+            format!(
+                "its canonical form `/{}/...` is {canonical_len} bytes long; the limit is {MAX_PATH_BYTES}",
+                stores[store]
+            ),
+        ));
+    }
     Ok(Target::Path(MemPath {
         store,
         store_name: stores[store].to_owned(),
@@ -347,5 +360,20 @@ mod tests {
         }
         check_err(&format!("/memories/{}", "a".repeat(1100)));
         check_err(&format!("/memories/{}", "a".repeat(256)));
+    }
+
+    /// Regression (found by the `path` fuzz target): the length limit was checked on the
+    /// raw input only, so a relative path of 1,015 bytes was accepted while its canonical
+    /// form `/memories/...` (1,025 bytes), which results show, was refused.
+    #[test]
+    fn the_length_limit_holds_for_the_canonical_form() {
+        let a = "a".repeat(255);
+        let rel = format!("{a}/{a}/{a}/{}", "a".repeat(247));
+        assert_eq!(rel.len(), 1015);
+        check_err(&rel);
+        let fits = &rel[..rel.len() - 1];
+        let p = parse_path(fits, STORES).unwrap();
+        assert_eq!(p.canonical().len(), MAX_PATH_BYTES);
+        assert_eq!(parse_path(&p.canonical(), STORES).unwrap(), p);
     }
 }
