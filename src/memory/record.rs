@@ -206,6 +206,24 @@ impl Recorder<'_> {
 
     /// Appends the records after the mutation succeeded; returns the versions made.
     pub fn commit(mut self) -> Vec<u64> {
+        self.append()
+    }
+
+    /// Like [`commit`](Self::commit), with `work` (the index update: CPU) running on a
+    /// second thread while the append waits for the disk. Both finish before the store
+    /// lock is released, so index updates stay in mutation order across processes.
+    pub fn commit_while(mut self, work: impl FnOnce() + Send) -> Vec<u64> {
+        if self.records.is_empty() {
+            work();
+            return self.append();
+        }
+        std::thread::scope(|s| {
+            s.spawn(work);
+            self.append()
+        })
+    }
+
+    fn append(&mut self) -> Vec<u64> {
         let Some(heads) = self.heads.as_mut() else {
             return Vec::new();
         };

@@ -225,14 +225,18 @@ impl Memdir {
                 return Err(e);
             }
         };
-        self.indexed(
-            p,
-            Change::Written {
-                text: content,
-                stamp,
-            },
-        );
-        let version = rec.commit().last().copied();
+        let version = rec
+            .commit_while(|| {
+                self.indexed(
+                    p,
+                    Change::Written {
+                        text: content,
+                        stamp,
+                    },
+                )
+            })
+            .last()
+            .copied();
         Ok(WriteResult {
             path: p.canonical(),
             created: current.is_none(),
@@ -297,14 +301,18 @@ impl Memdir {
                     return Err(e);
                 }
             };
-            self.indexed(
-                &p,
-                Change::Written {
-                    text: &new_text,
-                    stamp,
-                },
-            );
-            version = rec.commit().last().copied();
+            version = rec
+                .commit_while(|| {
+                    self.indexed(
+                        &p,
+                        Change::Written {
+                            text: &new_text,
+                            stamp,
+                        },
+                    )
+                })
+                .last()
+                .copied();
         }
         Ok(EditResult {
             path: canonical,
