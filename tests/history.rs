@@ -26,6 +26,22 @@ fn versions(r: &Value) -> Vec<Value> {
     r["versions"].as_array().unwrap().clone()
 }
 
+/// Checks the `(operation, path)` of each version in a `memory_history` result, newest
+/// first.
+fn check_operations(r: &Value, expected: &[(&str, &str)], why: &str) {
+    let versions = versions(r);
+    let got: Vec<(&str, &str)> = versions
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(got, expected, "{why}");
+}
+
 #[tokio::test]
 async fn mutations_make_versions_with_the_client_as_actor() {
     let sb = Sandbox::new();
@@ -58,24 +74,16 @@ async fn mutations_make_versions_with_the_client_as_actor() {
 
     let h = s.ok("memory_history", json!({"path": "/memories/"})).await;
     let v = versions(&h);
-    let ops: Vec<(&str, &str)> = v
-        .iter()
-        .map(|v| {
-            (
-                v["operation"].as_str().unwrap(),
-                v["path"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        ops,
-        [
+    check_operations(
+        &h,
+        &[
             ("created", "/memories/b.md"),
             ("deleted", "/memories/notes/a.md"),
             ("renamed", "/memories/notes/a.md"),
             ("modified", "/memories/a.md"),
             ("created", "/memories/a.md"),
-        ]
+        ],
+        "every mutation of the store, newest first",
     );
     assert_eq!(v[0]["version"], unchanged["version"]);
     assert_eq!(v[2]["from"], "/memories/a.md");
@@ -97,25 +105,15 @@ async fn mutations_make_versions_with_the_client_as_actor() {
     let mine = s
         .ok("memory_history", json!({"path": "/memories/notes/a.md"}))
         .await;
-    let mine = versions(&mine);
-    let mine: Vec<(&str, &str)> = mine
-        .iter()
-        .map(|v| {
-            (
-                v["operation"].as_str().unwrap(),
-                v["path"].as_str().unwrap(),
-            )
-        })
-        .collect();
-    assert_eq!(
-        mine,
-        [
+    check_operations(
+        &mine,
+        &[
             ("deleted", "/memories/notes/a.md"),
             ("renamed", "/memories/notes/a.md"),
             ("modified", "/memories/a.md"),
             ("created", "/memories/a.md"),
         ],
-        "the versions before the move, at the old path, belong to its history"
+        "the versions before the move, at the old path, belong to its history",
     );
     let one = s
         .ok("memory_history", json!({"path": "/memories", "version": 1}))
