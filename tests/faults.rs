@@ -6,7 +6,7 @@
 mod common;
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
@@ -16,15 +16,14 @@ use serde_json::{Value, json};
 
 // ---- symlink swap race ------------------------------------------------------------------
 
-/// Swaps `store/sw` (a real folder) with `store/sw_alt` (a symlink to `../outside`) with
-/// `renameat2(RENAME_EXCHANGE)` as fast as it can, until told to stop.
+/// Swaps the entries at `a` and `b` with `renameat2(RENAME_EXCHANGE)` as fast as it can,
+/// counting swaps, until told to stop.
 fn swapper(
-    store: &Path,
+    a: PathBuf,
+    b: PathBuf,
     stop: Arc<AtomicBool>,
     swaps: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<()> {
-    let a = store.join("sw");
-    let b = store.join("sw_alt");
     std::thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
             rustix::fs::renameat_with(
@@ -56,7 +55,13 @@ async fn folder_swapped_for_an_outward_symlink_never_lets_a_tool_out() {
     let server = Arc::new(sb.serve().await);
     let stop = Arc::new(AtomicBool::new(false));
     let swaps = Arc::new(AtomicU64::new(0));
-    let thread = swapper(&store, Arc::clone(&stop), Arc::clone(&swaps));
+    // `sw` (a real folder) and `sw_alt` (a symlink to `../outside`) trade places.
+    let thread = swapper(
+        store.join("sw"),
+        store.join("sw_alt"),
+        Arc::clone(&stop),
+        Arc::clone(&swaps),
+    );
 
     // Four clients' worth of concurrent calls, every tool that touches `sw/`.
     let mut tasks = Vec::new();
@@ -155,23 +160,12 @@ async fn search_while_folders_are_swapped_in_a_loop_does_not_livelock() {
     s.ok("memory_search", json!({"query": "marker"})).await;
     let stop = Arc::new(AtomicBool::new(false));
     let renames = Arc::new(AtomicU64::new(0));
-    let thread = {
-        let (stop, renames) = (Arc::clone(&stop), Arc::clone(&renames));
-        let (a, b) = (store.join("storm/a"), store.join("storm/b"));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                rustix::fs::renameat_with(
-                    rustix::fs::CWD,
-                    &a,
-                    rustix::fs::CWD,
-                    &b,
-                    rustix::fs::RenameFlags::EXCHANGE,
-                )
-                .expect("renameat2(RENAME_EXCHANGE)");
-                renames.fetch_add(1, Ordering::Relaxed);
-            }
-        })
-    };
+    let thread = swapper(
+        store.join("storm/a"),
+        store.join("storm/b"),
+        Arc::clone(&stop),
+        Arc::clone(&renames),
+    );
     for _ in 0..20 {
         let hits = no_hang(
             "memory_search",
