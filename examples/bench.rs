@@ -479,37 +479,9 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
 
 // ---- measuring ----------------------------------------------------------------------------
 
-/// Latency percentiles in milliseconds.
-struct Stats {
-    n: usize,
-    p50: f64,
-    p95: f64,
-    p99: f64,
-    max: f64,
-    mean: f64,
-}
-
-impl Stats {
-    fn of(samples: &[Duration]) -> Stats {
-        let mut ms: Vec<f64> = samples.iter().map(|d| d.as_secs_f64() * 1e3).collect();
-        ms.sort_by(f64::total_cmp);
-        let rank = |p: f64| -> f64 {
-            if ms.is_empty() {
-                return f64::NAN;
-            }
-            let i = ((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1;
-            ms[i]
-        };
-        Stats {
-            n: ms.len(),
-            p50: rank(0.50),
-            p95: rank(0.95),
-            p99: rank(0.99),
-            max: ms.last().copied().unwrap_or(f64::NAN),
-            mean: ms.iter().sum::<f64>() / ms.len().max(1) as f64,
-        }
-    }
-}
+#[path = "common/stats.rs"]
+mod stats;
+use stats::Stats;
 
 fn section(title: &str) {
     println!("\n=== {title}");
