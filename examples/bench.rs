@@ -222,8 +222,15 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     // Each measurement alternates a tool call with its in-process baseline (the same
     // durable write, or the same read, with std::fs), so both see the same disk: on a
     // shared machine fsync latency drifts by whole milliseconds within a minute.
+    // With history on, a write also appends its version (with the content) to a log and
+    // fdatasyncs it: the baseline does the same, so it is the disk work the write cannot
+    // avoid, and the overhead below is what MCP and the server add beyond it.
+    let history = !args.server_args.iter().any(|a| a == "--no-history");
     let direct_dir = work.join("direct");
     std::fs::create_dir_all(&direct_dir)?;
+    let direct_log = history.then(|| direct_dir.join("log.jsonl"));
+    let durable =
+        |name: &str, bytes: &[u8]| durable_write(&direct_dir, name, bytes, direct_log.as_deref());
     let (write_distinct, direct_distinct) = timed_pairs(
         n,
         |i| {
@@ -235,7 +242,7 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
         },
         |i| {
             let name = format!("d{i:05}.md");
-            durable_write(&direct_dir, &name, contents[i % contents.len()].as_bytes())
+            durable(&name, contents[i % contents.len()].as_bytes())
         },
         &client,
     )
@@ -253,7 +260,7 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
                 json!({"path": "/memories/bench/same.md", "content": content}),
             )
         },
-        |i| durable_write(&direct_dir, "same.md", revision(i).as_bytes()),
+        |i| durable("same.md", revision(i).as_bytes()),
         &client,
     )
     .await?;
@@ -294,7 +301,13 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     row("baseline: std::fs durable write, distinct", &b_wd);
     row("baseline: std::fs durable write, same path", &b_ws);
     row("baseline: std::fs::read, 1–4 KB", &b_r);
-    println!("(durable write = temp file + write + fsync + rename + fsync folder)");
+    if history {
+        println!(
+            "(durable write = temp file + write + fsync + rename + fsync folder, then a log line with the content appended + fdatasync, as history does)"
+        );
+    } else {
+        println!("(durable write = temp file + write + fsync + rename + fsync folder)");
+    }
     println!("\ndrift (p50 of the first vs the last tenth of each loop):");
     drift("memory_write, distinct", &write_distinct);
     drift("memory_write, same path", &write_same);
@@ -636,14 +649,23 @@ async fn call_ok(client: &Client, tool: &'static str, args: Value) -> anyhow::Re
 
 /// What memdir's store does for one write, done directly: temp file, write, fsync,
 /// rename into place, fsync the folder.
-fn durable_write(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
+fn durable_write(dir: &Path, name: &str, bytes: &[u8], log: Option<&Path>) -> std::io::Result<()> {
     let temp = dir.join(format!(".tmp-{name}"));
     let mut f = File::options().write(true).create_new(true).open(&temp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
     drop(f);
     std::fs::rename(&temp, dir.join(name))?;
-    File::open(dir)?.sync_all()
+    File::open(dir)?.sync_all()?;
+    if let Some(log) = log {
+        let line =
+            serde_json::to_vec(&json!({"path": name, "content": String::from_utf8_lossy(bytes)}))?;
+        let mut f = File::options().append(true).create(true).open(log)?;
+        f.write_all(&line)?;
+        f.write_all(b"\n")?;
+        f.sync_data()?;
+    }
+    Ok(())
 }
 
 /// Spawns memdir with piped stdin/stdout (stderr discarded) at the default log level.

@@ -68,6 +68,22 @@ impl Record {
         self.content.is_some() || self.content_base64.is_some()
     }
 
+    fn without_content(&self) -> Record {
+        Record {
+            version: self.version,
+            op: self.op,
+            path: self.path.clone(),
+            from: self.from.clone(),
+            at: self.at.clone(),
+            actor: self.actor.clone(),
+            sha256: self.sha256.clone(),
+            size: self.size,
+            redacted: self.redacted,
+            content: None,
+            content_base64: None,
+        }
+    }
+
     fn take_content(&mut self) -> (Option<String>, Option<String>) {
         (self.content.take(), self.content_base64.take())
     }
@@ -141,6 +157,11 @@ impl Heads {
     /// Reads what was appended since the last call (the caller holds the store lock).
     pub fn refresh(&mut self, store: &Store) -> Result<()> {
         let len = store.state_len(LOG)?;
+        self.refresh_to(store, len)
+    }
+
+    /// [`refresh`](Self::refresh), with the log's length already known.
+    fn refresh_to(&mut self, store: &Store, len: u64) -> Result<()> {
         if len < self.offset {
             // The log was rewritten (redaction, retention): start over.
             *self = Heads::default();
@@ -150,13 +171,26 @@ impl Heads {
         }
         let bytes = store.state_read_from(LOG, self.offset)?;
         let (records, consumed) = parse(&bytes);
+        self.apply(
+            records.into_iter().map(|(at, mut r)| {
+                let kept = r.has_content();
+                r.take_content();
+                (at, kept, r)
+            }),
+            consumed,
+        );
+        Ok(())
+    }
+
+    /// Takes in records without their content, each with its offset from `self.offset`
+    /// and whether its line keeps the content; they end `consumed` bytes further on.
+    fn apply(&mut self, records: impl Iterator<Item = (u64, bool, Record)>, consumed: u64) {
         let base = self.offset;
         self.offset += consumed;
-        for (at, mut r) in records {
+        for (at, kept, r) in records {
             self.last_version = self.last_version.max(r.version);
-            if r.has_content() {
+            if kept {
                 self.contents.entry(r.sha256.clone()).or_insert(base + at);
-                r.take_content();
             }
             if !r.redacted {
                 if let Some(from) = &r.from {
@@ -165,7 +199,6 @@ impl Heads {
                 self.heads.insert(r.path.clone(), r);
             }
         }
-        Ok(())
     }
 
     /// The latest record of `rel`, if it has any.
@@ -207,18 +240,20 @@ pub fn repair(
     heads: &mut Heads,
     happened: impl Fn(&Record) -> bool,
 ) -> Result<()> {
-    let len = store.state_len(LOG)?;
+    let mut len = store.state_len(LOG)?;
     // Whole records end with a newline: one byte tells whether the last append was torn.
-    if len > 0 && store.state_read_from(LOG, len - 1)? != b"\n" {
+    // Up to `heads.offset` the log is known to end with one.
+    if len > 0 && len != heads.offset && store.state_read_from(LOG, len - 1)? != b"\n" {
         let tail = store.state_read_from(LOG, len.saturating_sub(1024 * 1024))?;
         {
             let cut = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             let keep = len - tail.len() as u64 + cut as u64;
             tracing::warn!(bytes = len - keep, "cut a torn record off the history log");
             store.state_truncate(LOG, keep)?;
+            len = keep;
         }
     }
-    heads.refresh(store)?;
+    heads.refresh_to(store, len)?;
     let intent = lock.intent()?;
     if intent.is_empty() {
         return Ok(());
@@ -234,18 +269,33 @@ pub fn repair(
             records = done.len(),
             "completed history records of an interrupted mutation"
         );
-        append(store, done.into_iter())?;
+        append(store, heads, done.into_iter())?;
     }
-    lock.clear_intent()?;
-    heads.refresh(store)
+    lock.clear_intent()
 }
 
-fn append<'r>(store: &Store, records: impl Iterator<Item = &'r Record>) -> Result<()> {
+/// Appends `records` to the log and takes them into `heads`, without reading back what
+/// was just written unless someone else appended in between (they cannot while the
+/// caller holds the store lock; reading back keeps `heads` right regardless).
+fn append<'r>(
+    store: &Store,
+    heads: &mut Heads,
+    records: impl Iterator<Item = &'r Record>,
+) -> Result<()> {
     let mut bytes = Vec::new();
+    let mut lines = Vec::new();
     for r in records {
+        let at = bytes.len() as u64;
         to_line(r, &mut bytes)?;
+        lines.push((at, r.has_content(), r.without_content()));
     }
-    store.state_append(LOG, &bytes)
+    let end = store.state_append(LOG, &bytes)?;
+    if end == heads.offset + bytes.len() as u64 {
+        heads.apply(lines.into_iter(), bytes.len() as u64);
+        Ok(())
+    } else {
+        heads.refresh_to(store, end)
+    }
 }
 
 /// Numbers the drafts, attaches content the log does not keep yet, and writes them as the
@@ -305,10 +355,9 @@ pub fn commit(
     heads: &mut Heads,
     records: &[Record],
 ) -> Result<()> {
-    append(store, records.iter())?;
+    append(store, heads, records.iter())?;
     store.pause("history-appended");
-    lock.clear_intent()?;
-    heads.refresh(store)
+    lock.clear_intent()
 }
 
 /// Every record, oldest first, without their content.

@@ -4,7 +4,9 @@
 //!   and starts watching the store;
 //! - before every search it drains its watcher and re-syncs what changed (an editor, `git
 //!   pull`, another memdir process), so a search sees every change completed before it;
-//! - its own mutations update the index under the store lock (read-your-writes);
+//! - its own mutations reach the index the same way, through its watcher (their events are
+//!   queued before the reply, so the next search sees them: read-your-writes); without a
+//!   watcher they update the index under the store lock;
 //! - a search re-checks the files of the hits it shows (see `search`).
 //!
 //! An index that cannot be opened leaves search to the scan.
@@ -16,6 +18,7 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
 use super::Memdir;
+use super::record::Recorder;
 use crate::error::Error;
 use crate::index::{Index, IndexResult, IndexedDoc, Stamp};
 use crate::path::MemPath;
@@ -211,18 +214,39 @@ impl Memdir {
         }
     }
 
-    /// Tells the index what a mutation just did, if this process keeps the store's index
-    /// current. Called under the store lock. If the index is busy (a reconcile or a search
-    /// holds it), the update is skipped: the watcher has queued the change, and the next
-    /// search applies it.
+    /// Whether a mutation of store `i` must tell the index itself: only when this process
+    /// has the store's index open and reconciled but cannot watch the store. A watching
+    /// process leaves it to its watcher, which queued the mutation's own change when it
+    /// happened (before the reply), so the next search applies it as it applies everyone
+    /// else's: the mutation never waits on the index, and read-your-writes holds. If the
+    /// index is busy (a reconcile or a search holds it), the answer is no for the same
+    /// reason.
+    fn index_wants(&self, i: usize) -> bool {
+        match self.indexes[i].slot.try_lock() {
+            Ok(slot) => matches!(&*slot, Slot::Open(s) if s.reconciled && s.watcher.is_none()),
+            Err(TryLockError::Poisoned(_)) | Err(TryLockError::WouldBlock) => false,
+        }
+    }
+
+    /// Appends the mutation's history records and, if [`index_wants`](Self::index_wants)
+    /// it, tells the index what happened meanwhile (CPU, while the append waits for the
+    /// disk). Called under the store lock, so index updates keep the mutation order.
+    pub(crate) fn commit_indexed(&self, rec: Recorder, p: &MemPath, change: Change) -> Vec<u64> {
+        if self.index_wants(p.store) {
+            rec.commit_while(|| self.indexed(p, change))
+        } else {
+            rec.commit()
+        }
+    }
+
+    /// Tells the index what a mutation just did, if [`index_wants`](Self::index_wants) it.
+    /// Called under the store lock.
     pub(crate) fn indexed(&self, p: &MemPath, change: Change) {
-        let slot = match self.indexes[p.store].slot.try_lock() {
-            Ok(slot) => slot,
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return,
+        let Ok(slot) = self.indexes[p.store].slot.try_lock() else {
+            return;
         };
         let Slot::Open(synced) = &*slot else { return };
-        if !synced.reconciled {
+        if !synced.reconciled || synced.watcher.is_some() {
             return;
         }
         let rel = p.rel();

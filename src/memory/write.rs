@@ -225,16 +225,15 @@ impl Memdir {
                 return Err(e);
             }
         };
-        let version = rec
-            .commit_while(|| {
-                self.indexed(
-                    p,
-                    Change::Written {
-                        text: content,
-                        stamp,
-                    },
-                )
-            })
+        let version = self
+            .commit_indexed(
+                rec,
+                p,
+                Change::Written {
+                    text: content,
+                    stamp,
+                },
+            )
             .last()
             .copied();
         Ok(WriteResult {
@@ -301,16 +300,15 @@ impl Memdir {
                     return Err(e);
                 }
             };
-            version = rec
-                .commit_while(|| {
-                    self.indexed(
-                        &p,
-                        Change::Written {
-                            text: &new_text,
-                            stamp,
-                        },
-                    )
-                })
+            version = self
+                .commit_indexed(
+                    rec,
+                    &p,
+                    Change::Written {
+                        text: &new_text,
+                        stamp,
+                    },
+                )
                 .last()
                 .copied();
         }

@@ -50,12 +50,14 @@ impl Store {
 
     /// Appends to a state file and fsyncs it. One `write` per call, so concurrent appends
     /// (which the store lock already prevents) could not interleave.
-    pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<()> {
+    /// Returns the file's length after the append.
+    pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<u64> {
         let mut options = OpenOptions::new();
         options.append(true).create(true);
         let mut file = self.dir.open_with(rel, &options).map_err(state_error)?;
         file.write_all(bytes).map_err(state_error)?;
-        file.sync_data().map_err(state_error)
+        file.sync_data().map_err(state_error)?;
+        file.stream_position().map_err(state_error)
     }
 
     /// Bytes of a state file from `offset` on; empty if it does not exist.
