@@ -175,7 +175,11 @@ impl Index {
     }
 
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
-    /// by descending score.
+    /// by descending score, ties by path.
+    ///
+    /// One FTS5 pass scores every match (`bm25`, body fully, tail tokens, the lone CJK
+    /// characters, a little) and counts them; the page is picked here, not by an SQL
+    /// sort, and only its documents are looked up. `docs` is joined only to filter.
     pub fn query(
         &self,
         clauses: &[Clause],
@@ -188,37 +192,53 @@ impl Index {
             return Ok((0, Vec::new()));
         };
         let (filter, args) = scope_filter(scope);
-        let count_sql = format!(
-            "SELECT count(*) FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?1{filter}"
-        );
+        let sql = if filter.is_empty() {
+            "SELECT rowid, bm25(fts, 1.0, 0.2) FROM fts WHERE fts MATCH ?1".to_owned()
+        } else {
+            format!(
+                "SELECT fts.rowid, bm25(fts, 1.0, 0.2) FROM fts JOIN docs ON docs.id = fts.rowid
+                 WHERE fts MATCH ?1{filter}"
+            )
+        };
         let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all_args.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
-        let total: i64 = self
+        // bm25() is lower for better matches.
+        let mut scored: Vec<(f64, i64)> = self
             .conn
-            .prepare_cached(&count_sql)?
-            .query_row(all_args.as_slice(), |r| r.get(0))?;
-        if total == 0 || offset >= total as usize {
-            return Ok((total as usize, Vec::new()));
+            .prepare_cached(&sql)?
+            .query_map(all_args.as_slice(), |r| Ok((r.get(1)?, r.get(0)?)))?
+            .collect::<IndexResult<_>>()?;
+        let total = scored.len();
+        let need = offset.saturating_add(limit).min(total);
+        if need == 0 || offset >= total {
+            return Ok((total, Vec::new()));
         }
-        // Body matches weigh fully; tail tokens (lone CJK characters) a little.
-        let page_sql = format!(
-            "SELECT docs.path, -bm25(fts, 1.0, 0.2), docs.size, docs.mtime_ns, docs.ino
-             FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?1{filter}
-             ORDER BY bm25(fts, 1.0, 0.2), docs.path LIMIT {limit} OFFSET {offset}"
-        );
-        let mut stmt = self.conn.prepare_cached(&page_sql)?;
-        let rows = stmt.query_map(all_args.as_slice(), |r| {
-            Ok(Ranked {
-                rel: r.get(0)?,
-                score: r.get(1)?,
-                stamp: Stamp {
-                    size: r.get::<_, i64>(2)? as u64,
-                    mtime_ns: r.get(3)?,
-                    ino: r.get::<_, i64>(4)? as u64,
-                },
-            })
-        })?;
-        Ok((total as usize, rows.collect::<IndexResult<Vec<_>>>()?))
+        // The best `need`, and everything tied with the last of them: ties go by path.
+        scored.select_nth_unstable_by(need - 1, |a, b| a.0.total_cmp(&b.0));
+        let cut = scored[need - 1].0;
+        scored.retain(|s| s.0 <= cut);
+        let mut lookup = self
+            .conn
+            .prepare_cached("SELECT path, size, mtime_ns, ino FROM docs WHERE id = ?1")?;
+        let mut page = Vec::with_capacity(scored.len());
+        for (score, id) in scored {
+            let row = lookup
+                .query_row([id], |r| {
+                    Ok(Ranked {
+                        rel: r.get(0)?,
+                        score: -score,
+                        stamp: Stamp {
+                            size: r.get::<_, i64>(1)? as u64,
+                            mtime_ns: r.get(2)?,
+                            ino: r.get::<_, i64>(3)? as u64,
+                        },
+                    })
+                })
+                .optional()?;
+            page.extend(row);
+        }
+        page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+        Ok((total, page.into_iter().skip(offset).take(limit).collect()))
     }
 }
 

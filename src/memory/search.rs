@@ -8,7 +8,7 @@ use super::sync::Progress;
 use crate::error::{Error, Result};
 use crate::index::{Combine, Scope, Stamp};
 use crate::path::{MemPath, Target};
-use crate::search::{DocMatch, Query, Scorer, best_lines};
+use crate::search::{DocMatch, Query, Scorer, shown_lines};
 use crate::store::EntryKind;
 use crate::text;
 
@@ -202,12 +202,11 @@ impl Memdir {
                 stale = true;
                 continue;
             };
-            if !DocMatch::of(query, &cur.text).any() {
+            let Some((line, lines)) = shown_lines(query, &cur.text, 3) else {
                 self.resync(&c.path);
                 stale = true;
                 continue;
-            }
-            let (line, lines) = best_lines(query, &cur.text, 3);
+            };
             let mut snippet = String::new();
             for (n, l) in lines {
                 if !snippet.is_empty() {

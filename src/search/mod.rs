@@ -7,4 +7,4 @@ pub mod rank;
 pub mod tokenize;
 
 pub use query::{Clause, Query};
-pub use rank::{DocMatch, Scorer, best_lines};
+pub use rank::{DocMatch, Scorer, best_lines, shown_lines};

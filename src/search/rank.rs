@@ -27,70 +27,127 @@ impl DocMatch {
 
     /// Matches `query` against a whole document.
     pub fn of(query: &Query, text: &str) -> DocMatch {
-        let mut positions: HashMap<String, Vec<u32>> = HashMap::new();
-        let mut tails: HashMap<String, u32> = HashMap::new();
-        let mut len = 0u32;
-        tokenize(text, Mode::Document, |t, pos, tail| {
-            if tail {
-                *tails.entry(t.to_owned()).or_default() += 1;
-                return;
-            }
-            len += 1;
-            match positions.get_mut(t) {
-                Some(v) => v.push(pos),
-                None => {
-                    positions.insert(t.to_owned(), vec![pos]);
-                }
-            }
-        });
-        DocMatch {
-            tf: query
-                .clauses
-                .iter()
-                .map(|c| occurrences(c, &positions, &tails))
-                .collect(),
-            len,
-        }
+        Pass::run(query, text).doc
     }
 }
 
-fn occurrences(
-    clause: &Clause,
-    positions: &HashMap<String, Vec<u32>>,
-    tails: &HashMap<String, u32>,
-) -> u32 {
-    match clause {
-        Clause::Term(t) => {
-            positions.get(t).map_or(0, |v| v.len() as u32) + tails.get(t).copied().unwrap_or(0)
+/// One pass of the tokenizer over a document, for one query: the document's match, and
+/// each occurrence's line. Only tokens the query can use are kept, so nothing is
+/// allocated per token.
+struct Pass<'t> {
+    doc: DocMatch,
+    /// `(line index, clause)` per occurrence that lies within one line.
+    hits: Vec<(usize, usize)>,
+    lines: Vec<&'t str>,
+}
+
+impl<'t> Pass<'t> {
+    fn run(query: &Query, text: &'t str) -> Pass<'t> {
+        let clauses = &query.clauses;
+        let mut tf = vec![0u32; clauses.len()];
+        let mut hits = Vec::new();
+        let mut lines = Vec::new();
+        // The phrases' words, deduplicated, and where each occurs: global position →
+        // (word, line).
+        let mut words: Vec<&str> = Vec::new();
+        for c in clauses {
+            if let Clause::Phrase(ws) = c {
+                for w in ws {
+                    if !words.contains(&w.as_str()) {
+                        words.push(w);
+                    }
+                }
+            }
         }
-        Clause::Prefix(p) => {
-            positions
+        let mut at: HashMap<u32, (usize, usize)> = HashMap::new();
+        // A newline ends every token (it is neither a word nor a CJK character), so line
+        // by line the tokenizer gives the document's tokens, positions counted on.
+        let mut base = 0u32;
+        for (li, line) in text.lines().enumerate() {
+            lines.push(line);
+            let mut count = 0u32;
+            tokenize(line, Mode::Document, |t, pos, tail| {
+                for (ci, c) in clauses.iter().enumerate() {
+                    let hit = match c {
+                        Clause::Term(x) => t == x,
+                        Clause::Prefix(p) => t.starts_with(p.as_str()),
+                        Clause::Phrase(_) => false,
+                    };
+                    if hit {
+                        tf[ci] += 1;
+                        hits.push((li, ci));
+                    }
+                }
+                if !tail {
+                    count += 1;
+                    if let Some(wi) = words.iter().position(|w| *w == t) {
+                        at.insert(base + pos, (wi, li));
+                    }
+                }
+            });
+            base += count;
+        }
+        for (ci, c) in clauses.iter().enumerate() {
+            let Clause::Phrase(ws) = c else { continue };
+            let ids: Vec<usize> = ws
                 .iter()
-                .filter(|(k, _)| k.starts_with(p.as_str()))
-                .map(|(_, v)| v.len() as u32)
-                .sum::<u32>()
-                + tails
-                    .iter()
-                    .filter(|(k, _)| k.starts_with(p.as_str()))
-                    .map(|(_, n)| n)
-                    .sum::<u32>()
+                .filter_map(|w| words.iter().position(|x| x == w))
+                .collect();
+            let Some(&first) = ids.first() else { continue };
+            for (&p, &(wi, li)) in &at {
+                if wi != first {
+                    continue;
+                }
+                let mut last_line = li;
+                let whole = ids.iter().enumerate().skip(1).all(|(i, &id)| {
+                    at.get(&(p + i as u32)).is_some_and(|&(w, l)| {
+                        last_line = l;
+                        w == id
+                    })
+                });
+                if whole {
+                    tf[ci] += 1;
+                    if last_line == li {
+                        hits.push((li, ci));
+                    }
+                }
+            }
         }
-        Clause::Phrase(words) => {
-            let Some(first) = positions.get(&words[0]) else {
-                return 0;
-            };
-            let rest: Option<Vec<&Vec<u32>>> =
-                words[1..].iter().map(|w| positions.get(w)).collect();
-            let Some(rest) = rest else { return 0 };
-            first
-                .iter()
-                .filter(|&&p| {
-                    rest.iter()
-                        .enumerate()
-                        .all(|(i, v)| v.binary_search(&(p + 1 + i as u32)).is_ok())
-                })
-                .count() as u32
+        Pass {
+            doc: DocMatch { tf, len: base },
+            hits,
+            lines,
         }
+    }
+
+    /// Up to `max` lines with the most distinct clauses (then the most occurrences, then
+    /// the earliest), in line order, and the first of the best.
+    fn best_lines(mut self, max: usize) -> (usize, Vec<(usize, &'t str)>) {
+        self.hits.sort_unstable();
+        // (distinct clauses, occurrences, line index) per line with a hit
+        let mut scored: Vec<(u32, u32, usize)> = Vec::new();
+        let mut prev: Option<(usize, usize)> = None;
+        for &(li, ci) in &self.hits {
+            match scored.last_mut() {
+                Some(last) if last.2 == li => {
+                    last.1 += 1;
+                    if prev != Some((li, ci)) {
+                        last.0 += 1;
+                    }
+                }
+                _ => scored.push((1, 1, li)),
+            }
+            prev = Some((li, ci));
+        }
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+        scored.truncate(max);
+        let best = scored.first().map_or(1, |s| s.2 + 1);
+        let mut picked: Vec<(usize, &str)> = scored
+            .into_iter()
+            .map(|s| (s.2 + 1, self.lines[s.2]))
+            .collect();
+        picked.sort_by_key(|l| l.0);
+        (best, picked)
     }
 }
 
@@ -133,20 +190,18 @@ impl Scorer {
 /// line order as `(1-based line number, line)`. The first line returned with the most
 /// clauses is the hit's line; it is also returned separately.
 pub fn best_lines<'t>(query: &Query, text: &'t str, max: usize) -> (usize, Vec<(usize, &'t str)>) {
-    let mut scored: Vec<(usize, u32, usize, &str)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let m = DocMatch::of(query, line);
-        let distinct = m.tf.iter().filter(|&&n| n > 0).count();
-        if distinct > 0 {
-            scored.push((distinct, m.tf.iter().sum(), i + 1, line));
-        }
-    }
-    scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
-    scored.truncate(max);
-    let best = scored.first().map_or(1, |s| s.2);
-    let mut lines: Vec<(usize, &str)> = scored.into_iter().map(|s| (s.2, s.3)).collect();
-    lines.sort_by_key(|l| l.0);
-    (best, lines)
+    Pass::run(query, text).best_lines(max)
+}
+
+/// What a search shows of a hit, from one pass over its text: [`best_lines`], or `None`
+/// if the text no longer matches the query at all (it changed since it was indexed).
+pub fn shown_lines<'t>(
+    query: &Query,
+    text: &'t str,
+    max: usize,
+) -> Option<(usize, Vec<(usize, &'t str)>)> {
+    let pass = Pass::run(query, text);
+    pass.doc.any().then(|| pass.best_lines(max))
 }
 
 #[cfg(test)]
@@ -196,5 +251,106 @@ mod tests {
         let (best, lines) = best_lines(&q, text, 2);
         assert_eq!(best, 3);
         assert_eq!(lines, [(2, "alpha here"), (3, "alpha and beta")]);
+    }
+
+    /// The straightforward matcher the one-pass one replaced: every token of the text in
+    /// a map, phrases by position lookup, lines matched one by one.
+    mod reference {
+        use std::collections::HashMap;
+
+        use crate::search::query::{Clause, Query};
+        use crate::search::tokenize::{Mode, tokenize};
+
+        pub fn tf(query: &Query, text: &str) -> (Vec<u32>, u32) {
+            let mut positions: HashMap<String, Vec<u32>> = HashMap::new();
+            let mut tails: HashMap<String, u32> = HashMap::new();
+            let mut len = 0u32;
+            tokenize(text, Mode::Document, |t, pos, tail| {
+                if tail {
+                    *tails.entry(t.to_owned()).or_default() += 1;
+                } else {
+                    len += 1;
+                    positions.entry(t.to_owned()).or_default().push(pos);
+                }
+            });
+            let count = |c: &Clause| -> u32 {
+                let matching = |f: &dyn Fn(&str) -> bool| -> u32 {
+                    positions
+                        .iter()
+                        .filter(|(k, _)| f(k))
+                        .map(|(_, v)| v.len() as u32)
+                        .sum::<u32>()
+                        + tails
+                            .iter()
+                            .filter(|(k, _)| f(k))
+                            .map(|(_, n)| n)
+                            .sum::<u32>()
+                };
+                match c {
+                    Clause::Term(t) => matching(&|k| k == t),
+                    Clause::Prefix(p) => matching(&|k| k.starts_with(p.as_str())),
+                    Clause::Phrase(ws) => positions.get(&ws[0]).map_or(0, |first| {
+                        first
+                            .iter()
+                            .filter(|&&p| {
+                                ws.iter().enumerate().skip(1).all(|(i, w)| {
+                                    positions
+                                        .get(w)
+                                        .is_some_and(|v| v.contains(&(p + i as u32)))
+                                })
+                            })
+                            .count() as u32
+                    }),
+                }
+            };
+            (query.clauses.iter().map(count).collect(), len)
+        }
+
+        pub fn best_lines<'t>(
+            query: &Query,
+            text: &'t str,
+            max: usize,
+        ) -> (usize, Vec<(usize, &'t str)>) {
+            let mut scored: Vec<(usize, u32, usize, &str)> = Vec::new();
+            for (i, line) in text.lines().enumerate() {
+                let (tf, _) = tf(query, line);
+                let distinct = tf.iter().filter(|&&n| n > 0).count();
+                if distinct > 0 {
+                    scored.push((distinct, tf.iter().sum(), i + 1, line));
+                }
+            }
+            scored.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.cmp(&a.1)).then(a.2.cmp(&b.2)));
+            scored.truncate(max);
+            let best = scored.first().map_or(1, |s| s.2);
+            let mut lines: Vec<(usize, &str)> = scored.into_iter().map(|s| (s.2, s.3)).collect();
+            lines.sort_by_key(|l| l.0);
+            (best, lines)
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 1000,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Texts and queries from a small alphabet (so words repeat and phrases occur),
+        /// with CJK runs, Cyrillic, punctuation, CRLF and newlines inside phrases.
+        #[test]
+        fn one_pass_agrees_with_the_reference(
+            text in "(ab|ba|a|b|数据|据库|数|é|Ё|ё|\\.| |\n|\r\n|\"){0,40}",
+            query in "(ab|ba|a|b|数据库|数|据|ё|\\*| |\"){0,12}",
+        ) {
+            let q = Query::parse(&query);
+            let (tf, len) = reference::tf(&q, &text);
+            let m = DocMatch::of(&q, &text);
+            proptest::prop_assert_eq!(&m.tf, &tf);
+            proptest::prop_assert_eq!(m.len, len);
+            proptest::prop_assert_eq!(best_lines(&q, &text, 3), reference::best_lines(&q, &text, 3));
+            proptest::prop_assert_eq!(
+                shown_lines(&q, &text, 3).is_some(),
+                tf.iter().any(|&n| n > 0)
+            );
+        }
     }
 }
