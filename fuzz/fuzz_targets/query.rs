@@ -23,7 +23,7 @@ use std::sync::{Mutex, OnceLock};
 use libfuzzer_sys::fuzz_target;
 use memdir::index::{Combine, Index, IndexedDoc, Scope, Stamp};
 use memdir::search::query::MAX_CLAUSES;
-use memdir::search::tokenize::{Mode, index_text, tokenize, tokens};
+use memdir::search::tokenize::{Mode, index_text, index_trigrams, is_cjk, tokenize, tokens};
 use memdir::search::{Clause, DocMatch, Query, best_lines};
 
 /// A small multilingual collection, always indexed next to the input.
@@ -142,6 +142,13 @@ fn check_tokens(input: &str) {
     );
     assert_eq!(count as usize, positioned.len());
     assert!(!tail.starts_with(' ') && !tail.ends_with(' ') && !tail.contains("  "));
+    let tri = index_trigrams(input);
+    for t in tri.split(' ') {
+        assert!(
+            tri.is_empty() || t == "_" || (t.chars().count() == 3 && t.chars().all(is_cjk)),
+            "trigram column token {t:?} of {input:?}"
+        );
+    }
 }
 
 fn check_query(query: &Query) {
@@ -152,6 +159,12 @@ fn check_query(query: &Query) {
         match clause {
             Clause::Term(t) | Clause::Prefix(t) => {
                 assert!(!t.is_empty() && t.chars().all(fts_token_char), "{clause:?}")
+            }
+            Clause::Run(run) => {
+                assert!(
+                    run.chars().count() >= 3 && run.chars().all(is_cjk),
+                    "{clause:?}"
+                );
             }
             Clause::Phrase(words) => {
                 assert!(!words.is_empty(), "empty phrase");

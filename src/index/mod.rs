@@ -14,11 +14,15 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::frontmatter::Frontmatter;
 use crate::search::Clause;
-use crate::search::tokenize::index_text;
+use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-1;tokenizer-2";
+pub const FORMAT: &str = "memdir-index-2;tokenizer-3";
+
+/// The score of a match (lower is better): body and trigram matches weigh fully, tail
+/// tokens (lone CJK characters) a little.
+const BM25: &str = "bm25(fts, 1.0, 0.2, 1.0)";
 
 /// One indexed file.
 #[derive(Debug)]
@@ -109,7 +113,7 @@ impl Index {
                         kind TEXT,
                         tags TEXT);
                      CREATE VIRTUAL TABLE fts USING fts5(
-                        body, tail, content='', contentless_delete=1,
+                        body, tail, tri, content='', contentless_delete=1,
                         tokenize=\"ascii tokenchars '_'\", detail=full);",
                 )?;
                 self.conn.execute(
@@ -177,8 +181,7 @@ impl Index {
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
-    /// One FTS5 pass scores every match (`bm25`, body fully, tail tokens, the lone CJK
-    /// characters, a little) and counts them; the page is picked here, not by an SQL
+    /// One FTS5 pass scores every match ([`BM25`]) and counts them; the page is picked here, not by an SQL
     /// sort, and only its documents are looked up. `docs` is joined only to filter.
     pub fn query(
         &self,
@@ -193,10 +196,10 @@ impl Index {
         };
         let (filter, args) = scope_filter(scope);
         let sql = if filter.is_empty() {
-            "SELECT rowid, bm25(fts, 1.0, 0.2) FROM fts WHERE fts MATCH ?1".to_owned()
+            format!("SELECT rowid, {BM25} FROM fts WHERE fts MATCH ?1")
         } else {
             format!(
-                "SELECT fts.rowid, bm25(fts, 1.0, 0.2) FROM fts JOIN docs ON docs.id = fts.rowid
+                "SELECT fts.rowid, {BM25} FROM fts JOIN docs ON docs.id = fts.rowid
                  WHERE fts MATCH ?1{filter}"
             )
         };
@@ -252,6 +255,7 @@ impl Writer<'_> {
     pub fn upsert(&self, doc: &IndexedDoc) -> IndexResult<()> {
         self.remove(doc.rel)?;
         let (body, tail, _) = index_text(doc.text);
+        let tri = index_trigrams(doc.text);
         let fm = doc.frontmatter;
         let tags = fm
             .filter(|f| !f.tags.is_empty())
@@ -272,8 +276,8 @@ impl Writer<'_> {
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn
-            .prepare_cached("INSERT INTO fts(rowid, body, tail) VALUES (?1, ?2, ?3)")?
-            .execute(params![id, body, tail])?;
+            .prepare_cached("INSERT INTO fts(rowid, body, tail, tri) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![id, body, tail, tri])?;
         Ok(())
     }
 
@@ -318,6 +322,7 @@ fn match_expression(clauses: &[Clause], combine: Combine) -> Option<String> {
             Clause::Term(t) => format!("{{body tail}} : {}", quote(t)),
             Clause::Prefix(p) => format!("{{body tail}} : {} *", quote(p)),
             Clause::Phrase(words) => format!("body : {}", quote(&words.join(" "))),
+            Clause::Run(run) => format!("tri : {}", quote(&trigrams(run).join(" "))),
         })
         .map(|p| format!("({p})"))
         .collect();

@@ -2,7 +2,7 @@
 //! `"quoted phrases"` match adjacent words, `prefix*` matches word beginnings. Anything
 //! else (operators, punctuation, unbalanced quotes) is just text.
 
-use super::tokenize::{Mode, is_cjk, tokens};
+use super::tokenize::{Mode, TRIGRAM_RUN, cjk_runs, is_cjk, tokens};
 
 /// Clauses beyond this many are ignored (a pasted page is not a useful query).
 pub const MAX_CLAUSES: usize = 64;
@@ -14,6 +14,9 @@ pub enum Clause {
     Prefix(String),
     /// Tokens that must appear at consecutive positions.
     Phrase(Vec<String>),
+    /// A CJK word of [`TRIGRAM_RUN`] or more characters, alone: found where it is part of
+    /// a CJK run (its trigrams, consecutive).
+    Run(String),
 }
 
 /// A parsed query: its clauses, deduplicated, in order.
@@ -79,8 +82,21 @@ fn words(text: &str, out: &mut Vec<Clause>) {
                 out.push(Clause::Phrase(toks));
                 out.push(Clause::Prefix(last));
             }
-            _ => out.push(Clause::Phrase(toks)),
+            _ => out.push(phrase_or_run(raw, toks)),
         }
+    }
+}
+
+/// Several tokens: a [`Clause::Run`] if they are the bigrams of one long enough CJK run
+/// and nothing else, else a phrase.
+fn phrase_or_run(text: &str, toks: Vec<String>) -> Clause {
+    let mut runs = Vec::new();
+    cjk_runs(text, |r| runs.push(r.to_owned()));
+    match runs.as_slice() {
+        [run] if run.chars().count() >= TRIGRAM_RUN && toks.len() + 1 == run.chars().count() => {
+            Clause::Run(run.clone())
+        }
+        _ => Clause::Phrase(toks),
     }
 }
 
@@ -92,7 +108,7 @@ fn phrase(text: &str, out: &mut Vec<Clause>) {
     match toks.len() {
         0 => {}
         1 => words(text, out),
-        _ => out.push(Clause::Phrase(toks)),
+        _ => out.push(phrase_or_run(text, toks)),
     }
 }
 
@@ -119,9 +135,16 @@ mod tests {
             ],
         );
         check("tok*", &[Clause::Prefix("tok".into())]);
+        check("数据库", &[Clause::Run("数据库".into())]);
+        check("\"데이터베이스\"", &[Clause::Run("데이터베이스".into())]);
+        check("数据", &[t("数据")]);
         check(
-            "数据库",
-            &[Clause::Phrase(vec!["数据".into(), "据库".into()])],
+            "数据库rust",
+            &[Clause::Phrase(vec![
+                "数据".into(),
+                "据库".into(),
+                "rust".into(),
+            ])],
         );
         check("数", &[Clause::Prefix("数".into())]);
         check("rust rust", &[t("rust")]);

@@ -3,6 +3,9 @@
 //! bigrams so words written without spaces are found. A document also gets the last
 //! character of each longer run alone, as a *tail* token that takes no position (so
 //! phrases stay adjacent), so a one-character query finds characters anywhere in a run.
+//! Runs of three or more characters are also cut into trigrams, for the index's own
+//! column ([`index_trigrams`]): a CJK word of three or more characters is looked up by its
+//! trigrams (one token for a three-character word) instead of a phrase of bigrams.
 
 use unicode_properties::{GeneralCategory, UnicodeGeneralCategory};
 
@@ -109,6 +112,50 @@ pub fn tokenize(text: &str, mode: Mode, mut emit: impl FnMut(&str, u32, bool)) {
     }
 }
 
+/// Calls `f` with each run of CJK characters in `text`, lowercased as tokens are.
+pub fn cjk_runs(text: &str, mut f: impl FnMut(&str)) {
+    let mut run = String::new();
+    for c in text.chars() {
+        if is_cjk(c) {
+            push_lower(&mut run, c);
+        } else if !run.is_empty() {
+            f(&run);
+            run.clear();
+        }
+    }
+    if !run.is_empty() {
+        f(&run);
+    }
+}
+
+/// CJK runs this long or longer are also indexed, and queried, as their trigrams.
+pub const TRIGRAM_RUN: usize = 3;
+
+/// The overlapping trigrams of a CJK run (none if it is shorter than three characters).
+pub fn trigrams(run: &str) -> Vec<String> {
+    let chars: Vec<char> = run.chars().collect();
+    chars.windows(3).map(|w| w.iter().collect()).collect()
+}
+
+/// A document's trigram column: each CJK run of [`TRIGRAM_RUN`] or more characters as its
+/// trigrams, space-separated, runs apart by a `_` token (never a trigram), so a phrase of
+/// trigrams matches within one run: a CJK word is found wherever it is a substring, and
+/// looking it up takes one token for three characters instead of a phrase of bigrams.
+pub fn index_trigrams(text: &str) -> String {
+    let mut out = String::new();
+    cjk_runs(text, |run| {
+        let tris = trigrams(run);
+        if tris.is_empty() {
+            return;
+        }
+        if !out.is_empty() {
+            out.push_str(" _ ");
+        }
+        out.push_str(&tris.join(" "));
+    });
+    out
+}
+
 /// The positioned (non-tail) tokens of `text` as a vector.
 pub fn tokens(text: &str, mode: Mode) -> Vec<Token> {
     let mut out = Vec::new();
@@ -170,6 +217,20 @@ mod tests {
             &["데이", "이터", "터베", "베이", "이스", "스를", "사용"],
         );
         check("メモリ", Mode::Query, &["メモ", "モリ"]);
+    }
+
+    #[test]
+    fn long_runs_are_also_trigrams() {
+        assert_eq!(
+            index_trigrams("数据 a 数据库很快 メモリ"),
+            "数据库 据库很 库很快 _ メモリ"
+        );
+        assert_eq!(index_trigrams("数据 rust"), "");
+        let mut runs = Vec::new();
+        cjk_runs("a数据b데이터베이스를\nメ", |r| {
+            runs.push(r.to_owned())
+        });
+        assert_eq!(runs, ["数据", "데이터베이스를", "メ"]);
     }
 
     #[test]
