@@ -191,6 +191,61 @@ async fn edits_on_disk_are_seen_by_the_next_search() {
 }
 
 #[tokio::test]
+async fn own_mutations_are_seen_by_the_next_search() {
+    // A watching process leaves its own changes to its watcher: each search right after a
+    // mutation must already see it, new folders included.
+    let sb = Sandbox::new();
+    let s = serve(&sb).await;
+    assert!(
+        hit_paths(&s, "heron").await.is_empty(),
+        "index built, watching"
+    );
+    let one = |p: &str| BTreeSet::from([format!("/memories/{p}")]);
+    for i in 0..20 {
+        let path = format!("deep/n{i}/er/h{i}.md");
+        s.ok(
+            "memory_write",
+            json!({"path": path, "content": format!("a heron{i} here\n")}),
+        )
+        .await;
+        assert_eq!(hit_paths(&s, &format!("heron{i}")).await, one(&path));
+    }
+    s.ok(
+        "memory_edit",
+        json!({"path": "deep/n3/er/h3.md", "old_str": "heron3", "new_str": "ibis"}),
+    )
+    .await;
+    assert!(hit_paths(&s, "heron3").await.is_empty());
+    assert_eq!(hit_paths(&s, "ibis").await, one("deep/n3/er/h3.md"));
+    s.ok(
+        "memory_edit",
+        json!({"path": "deep/n3/er/h3.md", "insert_line": 0, "insert_text": "kestrel\n"}),
+    )
+    .await;
+    assert_eq!(hit_paths(&s, "kestrel").await, one("deep/n3/er/h3.md"));
+    s.ok(
+        "memory_edit",
+        json!({"path": "deep/n3/er/h3.md", "new_path": "other/h3.md"}),
+    )
+    .await;
+    assert_eq!(hit_paths(&s, "ibis").await, one("other/h3.md"));
+    s.ok(
+        "memory_edit",
+        json!({"path": "deep/n4", "new_path": "moved/n4"}),
+    )
+    .await;
+    assert_eq!(hit_paths(&s, "heron4").await, one("moved/n4/er/h4.md"));
+    s.ok("memory_delete", json!({"path": "deep"})).await;
+    for i in [0, 5, 19] {
+        assert!(hit_paths(&s, &format!("heron{i}")).await.is_empty());
+    }
+    s.ok("memory_delete", json!({"path": "other/h3.md"})).await;
+    assert!(hit_paths(&s, "kestrel").await.is_empty());
+    assert_eq!(hit_paths(&s, "heron4").await, one("moved/n4/er/h4.md"));
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn a_write_by_another_process_is_found() {
     let sb = Sandbox::new();
     let a = serve(&sb).await;
