@@ -191,6 +191,47 @@ async fn edits_on_disk_are_seen_by_the_next_search() {
 }
 
 #[tokio::test]
+async fn equal_scores_page_by_path_without_gaps_or_repeats() {
+    // Identical files score the same: pages must walk them in path order, each once,
+    // whichever order they were indexed in.
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("best.md"), "tern tern tern\n").unwrap();
+    let s = serve(&sb).await;
+    assert_eq!(hit_paths(&s, "tern").await.len(), 1);
+    // Indexed after the start, in this order (not the paths' order).
+    for name in ["m", "c", "x", "a", "q", "e", "k"] {
+        s.ok(
+            "memory_write",
+            json!({"path": format!("{name}.md"), "content": "the same tern note\n"}),
+        )
+        .await;
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"query": "tern", "limit": 3});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.ok("memory_search", args).await;
+        assert_eq!(page["total_hits"], 8);
+        for h in page["hits"].as_array().unwrap() {
+            seen.push(h["path"].as_str().unwrap().to_owned());
+        }
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    let want: Vec<String> = ["best", "a", "c", "e", "k", "m", "q", "x"]
+        .iter()
+        .map(|n| format!("/memories/{n}.md"))
+        .collect();
+    assert_eq!(seen, want);
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn own_mutations_are_seen_by_the_next_search() {
     // A watching process leaves its own changes to its watcher: each search right after a
     // mutation must already see it, new folders included.
