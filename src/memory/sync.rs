@@ -179,10 +179,7 @@ impl Memdir {
                     if changes.overflow {
                         reconcile(store, &synced.index, &root, progress)
                     } else {
-                        changes
-                            .paths
-                            .iter()
-                            .try_for_each(|p| sync_path(store, &synced.index, p, progress))
+                        sync_paths(store, &synced.index, &changes.paths, progress)
                     }
                 }
                 // No change notification on this system: a stat walk per search.
@@ -201,7 +198,12 @@ impl Memdir {
     pub(crate) fn resync(&self, p: &MemPath) {
         let mut slot = self.indexes[p.store].lock(&|_, _| {});
         if let Slot::Open(synced) = &mut *slot
-            && let Err(e) = sync_path(self.store(p), &synced.index, p, &|_, _| {})
+            && let Err(e) = sync_paths(
+                self.store(p),
+                &synced.index,
+                std::slice::from_ref(p),
+                &|_, _| {},
+            )
         {
             tracing::warn!(error = %e, "search index update failed");
         }
@@ -348,34 +350,74 @@ fn reconcile(store: &Store, index: &Index, scope: &MemPath, progress: Progress) 
     Ok(())
 }
 
-/// Makes the index agree with the file system at one path (file, folder or nothing).
-fn sync_path(store: &Store, index: &Index, p: &MemPath, progress: Progress) -> IndexResult<()> {
-    match store.metadata(p) {
-        Ok(Some(m)) if m.kind == EntryKind::Dir => reconcile(store, index, p, progress),
-        Ok(Some(m)) if m.kind == EntryKind::File => {
-            let rel = p.rel();
-            if index.stamp(&rel)? == Some(m.stamp) {
-                return Ok(());
-            }
-            match read_text(store, p) {
-                Some((text, stamp)) => index.write(|w| {
-                    let fm = Memdir::frontmatter(&text);
-                    w.upsert(&IndexedDoc {
-                        rel: &rel,
-                        stamp,
-                        text: &text,
-                        frontmatter: fm.as_ref(),
-                    })
-                }),
-                None => index.write(|w| w.remove(&rel)),
-            }
-        }
-        _ => index.write(|w| w.remove_tree(&p.rel())),
-    }
+/// One change of the index that a synced path needs.
+enum Step {
+    Upsert {
+        rel: String,
+        text: String,
+        stamp: Stamp,
+    },
+    Remove(String),
+    RemoveTree(String),
 }
 
-/// A file's text and the stamp of the handle it was read through; `None` if it cannot be
-/// indexed (gone, not UTF-8, refused).
+/// Makes the index agree with the file system at each of `paths` (files, folders or
+/// nothing, as a watcher reports them). Folders are reconciled; the files' changes go in
+/// write transactions of up to [`BATCH`] files, so a search that follows many writes (its
+/// own, or other processes') pays one commit for them, not one each.
+fn sync_paths(
+    store: &Store,
+    index: &Index,
+    paths: &[MemPath],
+    progress: Progress,
+) -> IndexResult<()> {
+    let mut steps = Vec::new();
+    for p in paths {
+        match store.metadata(p) {
+            Ok(Some(m)) if m.kind == EntryKind::Dir => reconcile(store, index, p, progress)?,
+            Ok(Some(m)) if m.kind == EntryKind::File => {
+                let rel = p.rel();
+                if index.stamp(&rel)? == Some(m.stamp) {
+                    continue;
+                }
+                steps.push(match read_text(store, p) {
+                    Some((text, stamp)) => Step::Upsert { rel, text, stamp },
+                    None => Step::Remove(rel),
+                });
+            }
+            _ => steps.push(Step::RemoveTree(p.rel())),
+        }
+        if steps.len() >= BATCH {
+            apply(index, std::mem::take(&mut steps))?;
+        }
+    }
+    apply(index, steps)
+}
+
+fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
+    if steps.is_empty() {
+        return Ok(());
+    }
+    index.write(|w| {
+        for step in &steps {
+            match step {
+                Step::Upsert { rel, text, stamp } => {
+                    let fm = Memdir::frontmatter(text);
+                    w.upsert(&IndexedDoc {
+                        rel,
+                        stamp: *stamp,
+                        text,
+                        frontmatter: fm.as_ref(),
+                    })?
+                }
+                Step::Remove(rel) => w.remove(rel)?,
+                Step::RemoveTree(rel) => w.remove_tree(rel)?,
+            }
+        }
+        Ok(())
+    })
+}
+
 fn read_text(store: &Store, p: &MemPath) -> Option<(String, Stamp)> {
     match store.read(p) {
         Ok(data) => String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp)),
