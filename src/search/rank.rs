@@ -27,7 +27,7 @@ impl DocMatch {
 
     /// Matches `query` against a whole document.
     pub fn of(query: &Query, text: &str) -> DocMatch {
-        Pass::run(query, text).doc
+        Pass::run(query, text, true).doc
     }
 }
 
@@ -42,7 +42,8 @@ struct Pass<'t> {
 }
 
 impl<'t> Pass<'t> {
-    fn run(query: &Query, text: &'t str) -> Pass<'t> {
+    /// `length`: count the document's tokens (BM25 needs them; showing lines does not).
+    fn run(query: &Query, text: &'t str, length: bool) -> Pass<'t> {
         let clauses = &query.clauses;
         let mut tf = vec![0u32; clauses.len()];
         let mut hits = Vec::new();
@@ -61,13 +62,15 @@ impl<'t> Pass<'t> {
         }
         let mut at: HashMap<u32, (usize, usize)> = HashMap::new();
         let runs = clauses.iter().any(|c| matches!(c, Clause::Run(_)));
+        // A query of CJK words alone is matched on the runs: no tokens needed.
+        let tokens = length || clauses.iter().any(|c| !matches!(c, Clause::Run(_)));
         // A newline ends every token (it is neither a word nor a CJK character), so line
         // by line the tokenizer gives the document's tokens, positions counted on.
         let mut base = 0u32;
         for (li, line) in text.lines().enumerate() {
             lines.push(line);
             let mut count = 0u32;
-            tokenize(line, Mode::Document, |t, pos, tail| {
+            let mut each = |t: &str, pos: u32, tail: bool| {
                 for (ci, c) in clauses.iter().enumerate() {
                     let hit = match c {
                         Clause::Term(x) => t == x,
@@ -85,7 +88,10 @@ impl<'t> Pass<'t> {
                         at.insert(base + pos, (wi, li));
                     }
                 }
-            });
+            };
+            if tokens {
+                tokenize(line, Mode::Document, &mut each);
+            }
             base += count;
             if runs {
                 cjk_runs(line, |run| {
@@ -218,7 +224,7 @@ impl Scorer {
 /// line order as `(1-based line number, line)`. The first line returned with the most
 /// clauses is the hit's line; it is also returned separately.
 pub fn best_lines<'t>(query: &Query, text: &'t str, max: usize) -> (usize, Vec<(usize, &'t str)>) {
-    Pass::run(query, text).best_lines(max)
+    Pass::run(query, text, false).best_lines(max)
 }
 
 /// What a search shows of a hit, from one pass over its text: [`best_lines`], or `None`
@@ -228,7 +234,7 @@ pub fn shown_lines<'t>(
     text: &'t str,
     max: usize,
 ) -> Option<(usize, Vec<(usize, &'t str)>)> {
-    let pass = Pass::run(query, text);
+    let pass = Pass::run(query, text, false);
     pass.doc.any().then(|| pass.best_lines(max))
 }
 
