@@ -181,8 +181,9 @@ impl Index {
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
-    /// One FTS5 pass scores every match ([`BM25`]) and counts them; the page is picked here, not by an SQL
-    /// sort, and only its documents are looked up. `docs` is joined only to filter.
+    /// One FTS5 pass scores every match ([`BM25`]) and counts them; the page is picked
+    /// here, not by an SQL sort, and only its documents are looked up. `docs` is joined
+    /// only to filter.
     pub fn query(
         &self,
         clauses: &[Clause],

@@ -384,7 +384,10 @@ mod tests {
             let m = DocMatch::of(&q, &text);
             proptest::prop_assert_eq!(&m.tf, &tf);
             proptest::prop_assert_eq!(m.len, len);
-            proptest::prop_assert_eq!(best_lines(&q, &text, 3), reference::best_lines(&q, &text, 3));
+            proptest::prop_assert_eq!(
+                best_lines(&q, &text, 3),
+                reference::best_lines(&q, &text, 3)
+            );
             proptest::prop_assert_eq!(
                 shown_lines(&q, &text, 3).is_some(),
                 tf.iter().any(|&n| n > 0)
