@@ -492,6 +492,10 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
 
 // ---- measuring ----------------------------------------------------------------------------
 
+#[path = "common/host.rs"]
+mod host;
+use host::{fs_type, memdir_bin};
+
 #[path = "common/stats.rs"]
 mod stats;
 use stats::Stats;
@@ -995,47 +999,8 @@ fn generate_corpus(dir: &Path, files: usize) -> anyhow::Result<CorpusStats> {
 
 // ---- environment ----------------------------------------------------------------------------
 
-/// `$MEMDIR_BIN`, else `target/release/memdir`, else `target/debug/memdir`, found from
-/// this program's own path (`target/<profile>/examples/bench`).
-fn memdir_bin() -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("MEMDIR_BIN") {
-        return Ok(PathBuf::from(bin));
-    }
-    let exe = std::env::current_exe().context("locating this program")?;
-    let mut candidates = Vec::new();
-    if let Some(target) = exe.parent().and_then(Path::parent).and_then(Path::parent) {
-        candidates.push(target.join("release/memdir"));
-        candidates.push(target.join("debug/memdir"));
-    }
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| {
-            format!("memdir binary not found (tried {candidates:?}); run `cargo build --release` or pass --bin")
-        })
-}
-
 fn file_size(path: &Path) -> String {
     std::fs::metadata(path)
         .map(|m| format!("{:.1} MB", m.len() as f64 / 1e6))
         .unwrap_or_else(|e| e.to_string())
-}
-
-/// The file system type of the mount holding `path`, from /proc/self/mounts.
-fn fs_type(path: &Path) -> String {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
-        return "unknown fs".into();
-    };
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, mount, kind) = (f.next()?, f.next()?, f.next()?);
-            path.starts_with(mount)
-                .then(|| (mount.len(), kind.to_owned()))
-        })
-        .max()
-        .map(|(_, kind)| kind)
-        .unwrap_or_else(|| "unknown fs".into())
 }

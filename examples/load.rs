@@ -35,7 +35,7 @@
 //! temp folder removed at the end unless `--keep DIR` names one to keep.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
@@ -1130,6 +1130,10 @@ impl XorShift {
 
 // ---- measuring and environment ----------------------------------------------------------------
 
+#[path = "common/host.rs"]
+mod host;
+use host::{fs_type, memdir_bin};
+
 // p95 and mean are there for the benchmark; this program prints p50, p99 and max.
 #[allow(dead_code)]
 #[path = "common/stats.rs"]
@@ -1138,43 +1142,4 @@ use stats::Stats;
 
 fn section(title: &str) {
     println!("\n=== {title}");
-}
-
-/// `$MEMDIR_BIN`, else `memdir` in the folder above this program's
-/// (`target/<profile>/examples/load` → `target/<profile>/memdir`).
-fn memdir_bin() -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("MEMDIR_BIN") {
-        return Ok(PathBuf::from(bin));
-    }
-    let exe = std::env::current_exe().context("locating this program")?;
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .map(|profile| profile.join("memdir"))
-        .context("this program has no parent folder")?;
-    if !bin.is_file() {
-        bail!(
-            "memdir binary not found at {}; run `cargo build --release` first or pass --bin",
-            bin.display()
-        );
-    }
-    Ok(bin)
-}
-
-/// The file system type of the mount holding `path`, from /proc/self/mounts.
-fn fs_type(path: &Path) -> String {
-    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else {
-        return "unknown fs".into();
-    };
-    mounts
-        .lines()
-        .filter_map(|l| {
-            let mut f = l.split_whitespace();
-            let (_, mount, kind) = (f.next()?, f.next()?, f.next()?);
-            path.starts_with(mount)
-                .then(|| (mount.len(), kind.to_owned()))
-        })
-        .max()
-        .map(|(_, kind)| kind)
-        .unwrap_or_else(|| "unknown fs".into())
 }

@@ -767,6 +767,18 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
     (t.elapsed(), v)
 }
 
+/// `md.search` for `query` over the whole store, with the benchmark's limit.
+fn search_all(md: &Memdir, query: &str) -> memdir::error::Result<SearchResult> {
+    md.search(
+        &SearchRequest {
+            query,
+            limit: LIMIT,
+            ..SearchRequest::default()
+        },
+        &|_, _| {},
+    )
+}
+
 fn request<'a>(spec: &'a QuerySpec, query: &'a str) -> SearchRequest<'a> {
     SearchRequest {
         query,
@@ -1132,16 +1144,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
             samples.push(d);
             if mark == "zzwriteon" {
                 let token = format!("{mark}_{k}");
-                let (d, r) = timed(|| {
-                    md.search(
-                        &SearchRequest {
-                            query: &token,
-                            limit: LIMIT,
-                            ..SearchRequest::default()
-                        },
-                        &|_, _| {},
-                    )
-                });
+                let (d, r) = timed(|| search_all(md, &token));
                 seen_samples.push(d);
                 let hits = r?.total_hits;
                 if hits != 1 {
@@ -1175,14 +1178,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     // Read-your-writes, and the other engine's writes through the watcher.
     for (mark, files) in [("zzwriteon", on_files), ("zzwriteoff", off_files)] {
         let want = files.iter().take(args.writes).collect::<HashSet<_>>().len();
-        let r = on.search(
-            &SearchRequest {
-                query: mark,
-                limit: LIMIT,
-                ..SearchRequest::default()
-            },
-            &|_, _| {},
-        )?;
+        let r = search_all(&on, mark)?;
         let ok = r.total_hits == want;
         println!(
             "  `{mark}` found in {} files after the writes (want {want}) {}",
@@ -1208,16 +1204,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
         let token = format!("zzext{k}");
         let _ = writeln!(text, "Edited outside memdir: {token} here.");
         std::fs::write(&host, &text)?;
-        let (d, r) = timed(|| {
-            on.search(
-                &SearchRequest {
-                    query: &token,
-                    limit: LIMIT,
-                    ..SearchRequest::default()
-                },
-                &|_, _| {},
-            )
-        });
+        let (d, r) = timed(|| search_all(&on, &token));
         let r = r?;
         edit_samples.push(d);
         if r.total_hits != 1 || r.hits.len() != 1 {

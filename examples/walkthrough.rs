@@ -16,7 +16,7 @@
 //!
 //! Set `MEMDIR_BIN` to use a memdir binary from somewhere else.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 use rmcp::ServiceExt;
@@ -25,6 +25,12 @@ use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use serde_json::{Value, json};
 use tokio::process::Command;
+
+// The walkthrough does not report the file system.
+#[allow(dead_code)]
+#[path = "common/host.rs"]
+mod host;
+use host::memdir_bin;
 
 /// The client side of one MCP session.
 type Client = RunningService<RoleClient, ()>;
@@ -302,31 +308,4 @@ fn ensure(ok: bool, what: &str) -> anyhow::Result<()> {
         bail!("expected: {what}");
     }
     Ok(())
-}
-
-/// Finds the memdir binary: `$MEMDIR_BIN`, else next to this example's executable
-/// (`target/<profile>/examples/walkthrough` → `target/<profile>/memdir`), else the other
-/// profile's build.
-fn memdir_bin() -> anyhow::Result<PathBuf> {
-    if let Some(bin) = std::env::var_os("MEMDIR_BIN") {
-        return Ok(PathBuf::from(bin));
-    }
-    let exe = std::env::current_exe().context("locating this example")?;
-    let mut candidates = Vec::new();
-    if let Some(profile_dir) = exe.parent().and_then(Path::parent) {
-        candidates.push(profile_dir.join("memdir"));
-        if let Some(target) = profile_dir.parent() {
-            candidates.push(target.join("release/memdir"));
-            candidates.push(target.join("debug/memdir"));
-        }
-    }
-    candidates
-        .iter()
-        .find(|p| p.is_file())
-        .cloned()
-        .with_context(|| {
-            format!(
-                "memdir binary not found (tried {candidates:?}); run `cargo build` first or set MEMDIR_BIN"
-            )
-        })
 }
