@@ -7,7 +7,10 @@
 //! positions are our positions and phrase queries stay exact. Several processes write
 //! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
 
+mod rank;
+
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
@@ -18,11 +21,7 @@ use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-2;tokenizer-3";
-
-/// The score of a match (lower is better): body and trigram matches weigh fully, tail
-/// tokens (lone CJK characters) a little.
-const BM25: &str = "bm25(fts, 1.0, 0.2, 1.0)";
+pub const FORMAT: &str = "memdir-index-3;tokenizer-3";
 
 /// One indexed file.
 #[derive(Debug)]
@@ -62,6 +61,8 @@ pub enum Combine {
 pub struct Index {
     conn: Connection,
     pub path: PathBuf,
+    /// Document lengths remembered by [`rank`]'s ranking function.
+    lengths: Arc<rank::Lengths>,
 }
 
 /// An index error: the caller falls back to scanning.
@@ -78,9 +79,12 @@ impl Index {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let lengths = Arc::new(rank::Lengths::default());
+        rank::register(&conn, lengths.clone())?;
         let index = Index {
             conn,
             path: db.to_owned(),
+            lengths,
         };
         index.migrate()?;
         Ok(index)
@@ -104,7 +108,7 @@ impl Index {
                     "DROP TABLE IF EXISTS docs;
                      DROP TABLE IF EXISTS fts;
                      CREATE TABLE docs(
-                        id INTEGER PRIMARY KEY,
+                        id INTEGER PRIMARY KEY AUTOINCREMENT,
                         path TEXT NOT NULL UNIQUE,
                         size INTEGER NOT NULL,
                         mtime_ns INTEGER NOT NULL,
@@ -181,9 +185,9 @@ impl Index {
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
-    /// One FTS5 pass scores every match ([`BM25`]) and counts them; the page is picked
-    /// here, not by an SQL sort, and only its documents are looked up. `docs` is joined
-    /// only to filter.
+    /// One FTS5 pass scores every match (BM25, by [`rank`]'s `memdir_rank`) and counts
+    /// them; the page is picked here, not by an SQL sort, and only its documents are
+    /// looked up. `docs` is joined only to filter.
     pub fn query(
         &self,
         clauses: &[Clause],
@@ -196,22 +200,41 @@ impl Index {
             return Ok((0, Vec::new()));
         };
         let (filter, args) = scope_filter(scope);
+        // One phrase and no filter: the rows returned are the documents holding the phrase,
+        // so its IDF is known from their count and need not cost FTS5 a second pass.
+        let idf_later = clauses.len() == 1 && filter.is_empty();
+        let mode = if idf_later {
+            rank::IDF_LATER
+        } else {
+            rank::IDF_HERE
+        };
         let sql = if filter.is_empty() {
-            format!("SELECT rowid, {BM25} FROM fts WHERE fts MATCH ?1")
+            format!(
+                "SELECT rowid, {}(fts, {mode}) FROM fts WHERE fts MATCH ?1",
+                rank::NAME
+            )
         } else {
             format!(
-                "SELECT fts.rowid, {BM25} FROM fts JOIN docs ON docs.id = fts.rowid
-                 WHERE fts MATCH ?1{filter}"
+                "SELECT fts.rowid, {}(fts, {mode}) FROM fts JOIN docs ON docs.id = fts.rowid
+                 WHERE fts MATCH ?1{filter}",
+                rank::NAME
             )
         };
         let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all_args.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
-        // bm25() is lower for better matches.
+        // Scores are lower for better matches.
         let mut scored: Vec<(f64, i64)> = self
             .conn
             .prepare_cached(&sql)?
             .query_map(all_args.as_slice(), |r| Ok((r.get(1)?, r.get(0)?)))?
             .collect::<IndexResult<_>>()?;
+        if idf_later && !scored.is_empty() {
+            let idf = rank::idf(self.lengths.rows(), scored.len() as i64);
+            for s in &mut scored {
+                s.0 *= idf;
+            }
+        }
+        self.lengths.trim();
         let total = scored.len();
         let need = offset.saturating_add(limit).min(total);
         if need == 0 || offset >= total {
@@ -370,4 +393,197 @@ fn scope_filter(scope: &Scope) -> (String, Vec<String>) {
         sql.push_str(&format!(" AND instr(docs.tags, {t}) > 0"));
     }
     (sql, args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::Query;
+
+    /// A small deterministic corpus: English, Russian and CJK words in varied amounts, so
+    /// document lengths, frequencies and column mixes differ.
+    fn doc(seed: u64) -> String {
+        const WORDS: &[&str] = &[
+            "note",
+            "memory",
+            "deploy",
+            "rollback",
+            "crash",
+            "safe",
+            "index",
+            "память",
+            "заметка",
+            "数据库",
+            "数据",
+            "メモリ",
+            "데이터베이스를",
+            "사용",
+            "compaction",
+            "crashed",
+            "deployment",
+            "据",
+        ];
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let n = 3 + next() % 60;
+        let mut text = String::new();
+        for i in 0..n {
+            let w = WORDS[(next() % WORDS.len() as u64) as usize];
+            // Skew towards the first words, as natural text does.
+            let w = if next() % 3 == 0 {
+                WORDS[(next() % 3) as usize]
+            } else {
+                w
+            };
+            text.push_str(w);
+            text.push(if i % 9 == 8 { '\n' } else { ' ' });
+        }
+        text
+    }
+
+    fn put(index: &Index, rel: &str, text: &str) {
+        index
+            .write(|w| {
+                w.upsert(&IndexedDoc {
+                    rel,
+                    stamp: Stamp {
+                        size: text.len() as u64,
+                        mtime_ns: 0,
+                        ino: 0,
+                    },
+                    text,
+                    frontmatter: None,
+                })
+            })
+            .unwrap();
+    }
+
+    /// Path → minus FTS5's own `bm25()` (higher is better), the reference.
+    fn reference(index: &Index, q: &Query, combine: Combine, scope: &Scope) -> Vec<(String, f64)> {
+        let Some(expr) = match_expression(&q.clauses, combine) else {
+            return Vec::new();
+        };
+        let (filter, args) = scope_filter(scope);
+        let sql = format!(
+            "SELECT docs.path, bm25(fts, {}, {}, {}) FROM fts JOIN docs ON docs.id = fts.rowid
+             WHERE fts MATCH ?1{filter}",
+            rank::WEIGHTS[0],
+            rank::WEIGHTS[1],
+            rank::WEIGHTS[2]
+        );
+        let mut all: Vec<&dyn rusqlite::ToSql> = vec![&expr];
+        all.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
+        let mut rows: Vec<(String, f64)> = index
+            .conn
+            .prepare(&sql)
+            .unwrap()
+            .query_map(all.as_slice(), |r| Ok((r.get(0)?, -r.get::<_, f64>(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        rows
+    }
+
+    fn check_all(index: &Index, round: &str) -> usize {
+        let queries = [
+            "note",
+            "memory",
+            "deploy rollback",
+            "\"crash safe\"",
+            "crash*",
+            "память",
+            "заметка note",
+            "数据库",
+            "数据",
+            "メモリ",
+            "데이터베이스",
+            "사용 note",
+            "compaction",
+            "note memory deploy",
+            "\"safe index\" note",
+            "nothing-matches-this",
+        ];
+        let scopes = [None, Some("a/"), Some("b/c/"), Some("a/7.md")];
+        let mut compared = 0;
+        for text in queries {
+            let q = Query::parse(text);
+            for combine in [Combine::All, Combine::Any] {
+                for prefix in scopes {
+                    let scope = Scope {
+                        prefix,
+                        ..Scope::default()
+                    };
+                    let want = reference(index, &q, combine, &scope);
+                    let (total, page) =
+                        index.query(&q.clauses, combine, &scope, 0, 10_000).unwrap();
+                    let got: Vec<(String, f64)> =
+                        page.into_iter().map(|r| (r.rel, r.score)).collect();
+                    assert_eq!(
+                        total,
+                        want.len(),
+                        "{round}: {text:?} {combine:?} {prefix:?}"
+                    );
+                    for ((gp, gs), (wp, ws)) in got.iter().zip(&want) {
+                        assert_eq!(gp, wp, "{round}: {text:?} {combine:?} {prefix:?}: order");
+                        assert!(
+                            gs.to_bits() == ws.to_bits(),
+                            "{round}: {text:?} {combine:?} {prefix:?}: {gp} scored {gs}, bm25() {ws}"
+                        );
+                    }
+                    assert_eq!(got.len(), want.len());
+                    compared += got.len();
+                }
+            }
+        }
+        compared
+    }
+
+    #[test]
+    fn memdir_rank_scores_equal_fts5_bm25_through_updates() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        let rel = |i: u64| match i % 3 {
+            0 => format!("a/{i}.md"),
+            1 => format!("b/c/{i}.md"),
+            _ => format!("d/{i}.md"),
+        };
+        for i in 0..300 {
+            put(&index, &rel(i), &doc(i));
+        }
+        // Twice: the first run learns the lengths, the second uses what it learned.
+        let first = check_all(&index, "fresh");
+        assert!(
+            first > 2000,
+            "the corpus should give many hits, got {first}"
+        );
+        assert_eq!(check_all(&index, "remembered"), first);
+        assert!(index.lengths.len() >= 300);
+
+        // Rewrite documents with other text, the newest one too (its id must not come
+        // back with a new length), and delete some: remembered lengths stay true.
+        let max_id = || -> i64 {
+            index
+                .conn
+                .query_row("SELECT max(id) FROM docs", [], |r| r.get(0))
+                .unwrap()
+        };
+        let newest = max_id();
+        index.write(|w| w.remove(&rel(299))).unwrap();
+        put(&index, &rel(299), &doc(10_299));
+        assert!(max_id() > newest, "a row id was reused");
+        for i in (0..300).step_by(4) {
+            put(&index, &rel(i), &doc(i + 1000));
+        }
+        for i in (1..300).step_by(7) {
+            index.write(|w| w.remove(&rel(i))).unwrap();
+        }
+        check_all(&index, "after updates");
+        check_all(&index, "after updates, remembered");
+    }
 }

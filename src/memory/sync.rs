@@ -47,7 +47,7 @@ const BATCH: usize = 256;
 pub(crate) enum Slot {
     #[default]
     Closed,
-    Open(Synced),
+    Open(Box<Synced>),
     /// Could not be opened: search scans.
     Unavailable,
 }
@@ -146,11 +146,11 @@ impl Memdir {
         }
         if matches!(*slot, Slot::Closed) {
             *slot = match self.index_path(i).map(|p| Index::open(&p)) {
-                Some(Ok(index)) => Slot::Open(Synced {
+                Some(Ok(index)) => Slot::Open(Box::new(Synced {
                     index,
                     watcher: None,
                     reconciled: false,
-                }),
+                })),
                 Some(Err(e)) => {
                     tracing::warn!(store = %self.stores()[i].name, error = %e, "search index unavailable; searching by scan");
                     Slot::Unavailable
