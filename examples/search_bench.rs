@@ -21,7 +21,7 @@
 //! 3. times every query kind through the index, through the scan engine
 //!    (`IndexLocation::Off`) and, when `rg` is on PATH, through `rg -i -l -F`; checks that
 //!    the index, the scan and the expected counts agree (a `MISMATCH` line otherwise), and
-//!    splits the query time into `Index::query` (one FTS5 pass: match, bm25, count) and
+//!    splits the query time into `Index::query` (one FTS5 pass: match, BM25 score, count) and
 //!    the rest (watcher drain plus reading the shown hits for their snippets);
 //!
 //! and ends with a PASS/MISS summary against the targets. Temp folders are removed unless
@@ -1443,7 +1443,7 @@ fn print_tables(n: usize, rows: &[QueryRow]) {
     println!(
         "\nwhere the index time goes (p50 ms). search = memdir.search; index = Index::query on \
          a second connection (offset 0, limit {LIMIT}): one FTS5 pass that matches, scores \
-         (bm25) and counts, then the page's paths; rest = search - index (watcher drain, \
+         (BM25, memdir_rank) and counts, then the page's paths; rest = search - index (watcher drain, \
          scope check, showing the hits). The last three columns replay the showing of the shown hits \
          outside memdir, summed over them: store read + sha256, shown_lines (the match \
          check and the snippet lines, one pass over the file), frontmatter parse."
