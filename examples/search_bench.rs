@@ -1367,6 +1367,7 @@ fn reconcile_pieces(md: &Memdir, db: &Path) -> anyhow::Result<String> {
     let mut stamps = Vec::new();
     let mut walk = Vec::new();
     let mut watch = Vec::new();
+    let mut learn = Vec::new();
     let mut files = 0;
     for _ in 0..RECONCILE_RUNS {
         let (d, index) = timed(|| Index::open(db));
@@ -1375,6 +1376,9 @@ fn reconcile_pieces(md: &Memdir, db: &Path) -> anyhow::Result<String> {
         let (d, s) = timed(|| index.stamps());
         stamps.push(d);
         files = s?.len();
+        let (d, n) = timed(|| index.learn_lengths());
+        learn.push(d);
+        n?;
         let (d, w) = timed(|| store.walk(&root, None));
         walk.push(d);
         w?;
@@ -1386,11 +1390,12 @@ fn reconcile_pieces(md: &Memdir, db: &Path) -> anyhow::Result<String> {
         watch.push(d);
     }
     Ok(format!(
-        "index open {:.1} ms + stat walk {:.1} ms + SELECT stamps ({files} rows) {:.1} ms + inotify watches {:.1} ms",
+        "index open {:.1} ms + stat walk {:.1} ms + SELECT stamps ({files} rows) {:.1} ms + inotify watches {:.1} ms + document lengths for ranking {:.1} ms",
         pct(&open, 50.0),
         pct(&walk, 50.0),
         pct(&stamps, 50.0),
-        pct(&watch, 50.0)
+        pct(&watch, 50.0),
+        pct(&learn, 50.0)
     ))
 }
 

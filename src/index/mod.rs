@@ -182,6 +182,20 @@ impl Index {
             .optional()
     }
 
+    /// Learns every document's length (one pass over the table, about 0.5 µs a
+    /// document), so that the first queries after start-up score as fast as later ones.
+    /// Returns how many documents it saw.
+    pub fn learn_lengths(&self) -> IndexResult<usize> {
+        let sql = format!("SELECT {}(fts, {}) FROM fts", rank::NAME, rank::IDF_LATER);
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let mut rows = stmt.query([])?;
+        let mut n = 0;
+        while rows.next()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
@@ -558,6 +572,11 @@ mod tests {
         }
         // Twice: the first run learns the lengths, the second uses what it learned.
         let first = check_all(&index, "fresh");
+        // A second connection learns them all up front instead.
+        let other = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        assert_eq!(other.learn_lengths().unwrap(), 300);
+        assert_eq!(other.lengths.len(), 300);
+        assert_eq!(check_all(&other, "learned up front"), first);
         assert!(
             first > 2000,
             "the corpus should give many hits, got {first}"
@@ -585,5 +604,11 @@ mod tests {
         }
         check_all(&index, "after updates");
         check_all(&index, "after updates, remembered");
+        let docs: i64 = index
+            .conn
+            .query_row("SELECT count(*) FROM docs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(other.learn_lengths().unwrap() as i64, docs);
+        check_all(&other, "after updates, learned up front");
     }
 }

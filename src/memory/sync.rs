@@ -209,10 +209,14 @@ impl Memdir {
         }
     }
 
-    /// Brings every store's index up to date (at start-up, in the background).
+    /// Brings every store's index up to date and learns its document lengths (at
+    /// start-up, in the background).
     pub fn warm_indexes(&self) {
         for i in 0..self.stores().len() {
-            self.with_index(i, &|_, _| {}, |_| ());
+            let learned = self.with_index(i, &|_, _| {}, |synced| synced.index.learn_lengths());
+            if let Some(Err(e)) = learned {
+                tracing::warn!(store = %self.stores()[i].name, error = %e, "could not read document lengths ahead of searches");
+            }
         }
     }
 
