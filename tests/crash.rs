@@ -197,3 +197,108 @@ async fn sigkill_at_many_moments_during_large_writes() {
     );
     s.stop().await;
 }
+
+/// A writer killed mid-write while another server keeps running: the running server's
+/// next mutation removes the dead writer's temp file (not only a restart does), with
+/// history on (the dead writer's intent says so) and off (every acquisition sweeps).
+async fn survivor_sweeps(extra: &[&str]) {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let mut args = vec!["--root", root.as_str()];
+    args.extend_from_slice(extra);
+    let survivor = Server::start(&args, &[]).await;
+    // The survivor has taken the lock before (its first sweep is behind it).
+    survivor
+        .ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
+        .await;
+
+    let mut dying = Server::start(&args, &[("MEMDIR_TEST_PAUSE", "after-temp-write")]).await;
+    let call = {
+        let peer = dying.client.peer().clone();
+        tokio::spawn(async move {
+            let _ = peer
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
+                        json!({"path": "b.md", "content": content('n', 5_000)})
+                            .as_object()
+                            .unwrap()
+                            .clone(),
+                    ),
+                )
+                .await;
+        })
+    };
+    dying
+        .wait_for_stderr("test pause at after-temp-write")
+        .await;
+    dying.kill9();
+    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    assert_eq!(
+        temp_files(&sb.store()).len(),
+        1,
+        "{extra:?}: the killed writer should have left its temp file"
+    );
+    assert!(!sb.store().join("b.md").exists());
+
+    survivor
+        .ok("memory_write", json!({"path": "c.md", "content": "c\n"}))
+        .await;
+    assert_eq!(
+        temp_files(&sb.store()),
+        Vec::<std::path::PathBuf>::new(),
+        "{extra:?}: the survivor's next write left the dead writer's temp file"
+    );
+    if extra.is_empty() {
+        // The dead writer's intended version was not recorded: its file never appeared.
+        let h = survivor
+            .ok("memory_history", json!({"path": "/memories/"}))
+            .await;
+        assert!(!h.to_string().contains("b.md"), "{h}");
+    }
+    survivor.stop().await;
+}
+
+#[tokio::test]
+async fn a_running_server_sweeps_a_dead_writers_temp_file() {
+    survivor_sweeps(&[]).await;
+}
+
+#[tokio::test]
+async fn a_running_server_sweeps_a_dead_writers_temp_file_without_history() {
+    survivor_sweeps(&["--no-history"]).await;
+}
+
+/// Someone removes the whole state folder (lock, temp folder, history) while a server
+/// runs: the next mutations make what they need again and history goes on.
+#[tokio::test]
+async fn the_state_folder_removed_by_hand_is_made_again() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
+        .await;
+    std::fs::remove_dir_all(sb.store().join(".memdir")).unwrap();
+    s.ok("memory_write", json!({"path": "b.md", "content": "b\n"}))
+        .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "b.md", "append_text": "more\n"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("b.md")).unwrap(),
+        "b\nmore\n"
+    );
+    let h = s
+        .ok("memory_history", json!({"path": "/memories/b.md"}))
+        .await;
+    let versions = h["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 2, "{h}");
+    assert_eq!(versions[0]["operation"], "modified", "{h}");
+    assert_eq!(
+        versions[0]["content_sha256"],
+        common::sha256_hex(b"b\nmore\n"),
+        "{h}"
+    );
+    assert_eq!(versions[1]["operation"], "created", "{h}");
+    s.stop().await;
+}

@@ -307,7 +307,11 @@ pub fn begin(
     drafts: Vec<Draft>,
     at: &str,
 ) -> Result<Vec<Record>> {
-    store.state_dirs(HISTORY)?;
+    // The first record makes the history folder; after that it exists (and the append
+    // makes it again should someone remove it meanwhile).
+    if heads.offset == 0 {
+        store.state_dirs(HISTORY)?;
+    }
     let mut carried: HashSet<String> = HashSet::new();
     let records: Vec<Record> = drafts
         .into_iter()

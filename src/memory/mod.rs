@@ -103,10 +103,13 @@ pub(crate) struct Current {
 
 impl Memdir {
     pub fn open(configs: &[StoreConfig], settings: Settings) -> anyhow::Result<Memdir> {
-        let stores = configs
+        let mut stores = configs
             .iter()
             .map(Store::open)
             .collect::<anyhow::Result<Vec<_>>>()?;
+        for store in &mut stores {
+            store.intents = settings.history;
+        }
         let names = stores.iter().map(|s| s.name.clone()).collect();
         Ok(Memdir {
             indexes: sync::slots(stores.len()),

@@ -10,6 +10,8 @@
 
 use std::io::ErrorKind;
 
+use std::sync::atomic::Ordering;
+
 use cap_std::fs::OpenOptions;
 
 use super::{LOCK_FILE, STATE_DIR, Store};
@@ -52,13 +54,20 @@ fn lock_io(e: std::io::Error) -> Error {
 
 impl Store {
     /// Blocks until this process holds the store's mutation lock, then clears temp files
-    /// that a crashed writer left.
+    /// that a crashed writer left: at this process's first acquisition, whenever the lock
+    /// file holds an intent (its last holder died mid-mutation), and at every acquisition
+    /// when mutations leave no intent (history off). A temp file exists only between an
+    /// intent being written and cleared, so an empty lock file means there is none.
     pub fn lock(&self) -> Result<StoreLock> {
         self.check_writable("changing memories")?;
         let file = self.open_lock_file()?;
         file.lock().map_err(|e| self.lock_error(e))?;
         self.pause("locked");
-        self.remove_stale_temps();
+        let interrupted = || file.metadata().map_or(true, |m| m.len() > 0);
+        if !self.intents || !self.swept.load(Ordering::Relaxed) || interrupted() {
+            self.remove_stale_temps();
+            self.swept.store(true, Ordering::Relaxed);
+        }
         Ok(StoreLock { _file: file })
     }
 
@@ -73,18 +82,21 @@ impl Store {
     }
 
     fn open_lock_file(&self) -> Result<std::fs::File> {
-        match self.dir.create_dir(STATE_DIR) {
-            Ok(()) => {}
-            Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(self.lock_error(e)),
-        }
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
-        let file = self
-            .dir
-            .open_with(LOCK_FILE, &options)
-            .map_err(|e| self.lock_error(e))?;
-        Ok(file.into_std())
+        let opened = match self.dir.open_with(LOCK_FILE, &options) {
+            // The state folder is made on first use (or again, if someone removed it).
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                match self.dir.create_dir(STATE_DIR) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(self.lock_error(e)),
+                }
+                self.dir.open_with(LOCK_FILE, &options)
+            }
+            other => other,
+        };
+        Ok(opened.map_err(|e| self.lock_error(e))?.into_std())
     }
 
     fn lock_error(&self, e: std::io::Error) -> Error {

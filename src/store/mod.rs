@@ -14,6 +14,7 @@ mod watch;
 
 use std::io::ErrorKind;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use cap_std::ambient_authority;
@@ -56,6 +57,12 @@ pub struct Store {
     host_key: String,
     /// Test hook: a write stage at which the process stops (see `io::pause`).
     pause_at: Option<String>,
+    /// Whether this process has swept the temp folder since it opened the store.
+    swept: AtomicBool,
+    /// Whether every mutation leaves an intent in the lock file while it runs (history on).
+    /// Then a lock file found empty means its last holder finished, temp files included,
+    /// and the sweep can be skipped; without intents every acquisition sweeps.
+    pub(crate) intents: bool,
 }
 
 /// What identifies a version of a file without reading it: size, modification time
@@ -110,6 +117,8 @@ impl Store {
             description: config.description.clone(),
             dir,
             pause_at: std::env::var("MEMDIR_TEST_PAUSE").ok(),
+            swept: AtomicBool::new(false),
+            intents: false,
         };
         if !store.read_only {
             store.recover();
@@ -128,6 +137,7 @@ impl Store {
     fn recover(&self) {
         if let Ok(Some(_lock)) = self.try_lock() {
             self.remove_stale_temps();
+            self.swept.store(true, Ordering::Relaxed);
         }
     }
 
