@@ -182,10 +182,21 @@ impl Index {
             .optional()
     }
 
+    /// Forgets remembered document lengths if the index was rebuilt since (see
+    /// [`rank::Lengths::check_schema`]).
+    fn check_schema(&self) -> IndexResult<()> {
+        let version: i64 = self
+            .conn
+            .query_row("PRAGMA schema_version", [], |r| r.get(0))?;
+        self.lengths.check_schema(version);
+        Ok(())
+    }
+
     /// Learns every document's length (one pass over the table, about 0.5 µs a
     /// document), so that the first queries after start-up score as fast as later ones.
     /// Returns how many documents it saw.
     pub fn learn_lengths(&self) -> IndexResult<usize> {
+        self.check_schema()?;
         let sql = format!("SELECT {}(fts, {}) FROM fts", rank::NAME, rank::IDF_LATER);
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([])?;
@@ -213,6 +224,7 @@ impl Index {
         let Some(expr) = match_expression(clauses, combine) else {
             return Ok((0, Vec::new()));
         };
+        self.check_schema()?;
         let (filter, args) = scope_filter(scope);
         // One phrase and no filter: the rows returned are the documents holding the phrase,
         // so its IDF is known from their count and need not cost FTS5 a second pass.
@@ -558,6 +570,44 @@ mod tests {
         compared
     }
 
+    /// FTS5 shares per-query data between every call of one function in a statement, so
+    /// two modes in one statement would compute one with the other's IDFs: refused.
+    #[test]
+    fn memdir_rank_refuses_two_modes_in_one_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        put(&index, "a.md", "note memory note");
+        put(&index, "b.md", "note");
+        let sql = format!(
+            "SELECT {0}(fts, {1}), {0}(fts, {2}) FROM fts WHERE fts MATCH 'note'",
+            rank::NAME,
+            rank::IDF_LATER,
+            rank::IDF_HERE
+        );
+        let result: Result<Vec<(f64, f64)>, _> = index
+            .conn
+            .prepare(&sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect();
+        assert!(result.is_err(), "{result:?}");
+        // One mode per statement works.
+        let one = format!(
+            "SELECT {}(fts, {}) FROM fts WHERE fts MATCH 'note'",
+            rank::NAME,
+            rank::IDF_HERE
+        );
+        let n = index
+            .conn
+            .prepare(&one)
+            .unwrap()
+            .query_map([], |r| r.get::<_, f64>(0))
+            .unwrap()
+            .count();
+        assert_eq!(n, 2);
+    }
+
     #[test]
     fn memdir_rank_scores_equal_fts5_bm25_through_updates() {
         let dir = tempfile::tempdir().unwrap();
@@ -610,5 +660,25 @@ mod tests {
             .unwrap();
         assert_eq!(other.learn_lengths().unwrap() as i64, docs);
         check_all(&other, "after updates, learned up front");
+
+        // Another process (another memdir version) rebuilds the index: the new `docs`
+        // counts its ids from 1 again, so what `index` remembers must be forgotten.
+        index
+            .conn
+            .execute("UPDATE meta SET value = 'older' WHERE key = 'format'", [])
+            .unwrap();
+        let rebuilt = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        for i in 0..300 {
+            put(&rebuilt, &rel(i), &doc(i + 5000));
+        }
+        let first_id: i64 = rebuilt
+            .conn
+            .query_row("SELECT min(id) FROM docs", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(
+            first_id, 1,
+            "the rebuild should reuse ids for this test to mean anything"
+        );
+        check_all(&index, "after a rebuild elsewhere");
     }
 }

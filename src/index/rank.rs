@@ -56,12 +56,24 @@ pub fn idf(rows: i64, hits: i64) -> f64 {
 pub struct Lengths {
     by_id: Mutex<HashMap<i64, u32, BuildHasherDefault<IdHasher>>>,
     rows: AtomicI64,
+    /// The database's schema version when the lengths were learned (0: not yet).
+    schema: AtomicI64,
 }
 
 impl Lengths {
     /// The number of rows in the table when the last query began scoring.
     pub fn rows(&self) -> i64 {
         self.rows.load(Ordering::Relaxed)
+    }
+
+    /// Forgets every length if the schema changed since they were learned: someone
+    /// rebuilt the index (another memdir version, say), and a rebuilt `docs` table counts
+    /// its ids from 1 again, so a remembered id may now name another document.
+    pub fn check_schema(&self, version: i64) {
+        if self.schema.swap(version, Ordering::Relaxed) != version {
+            let mut map = self.by_id.lock().unwrap_or_else(|e| e.into_inner());
+            map.clear();
+        }
     }
 
     /// Forgets everything once it holds far more entries than the table has rows (ids of
@@ -109,8 +121,8 @@ pub fn register(conn: &Connection, lengths: Arc<Lengths>) -> rusqlite::Result<()
     // SAFETY: `api` is the live fts5_api of `conn` (checked non-null by `fts5_api`).
     // `name` is a NUL-terminated static string. `user` is an `Arc<Lengths>` turned into a
     // raw pointer; SQLite hands it to `rank` as `xUserData` while the function exists and
-    // passes it to `drop_lengths` exactly once when the function is replaced or the
-    // connection closes, which turns it back into the `Arc` and drops it.
+    // passes it to `drop_lengths` exactly once, when the connection closes (FTS5 keeps
+    // every registration until then), which turns it back into the `Arc` and drops it.
     let rc = unsafe {
         match (*api).xCreateFunction {
             Some(create) => create(api, name.as_ptr(), user, Some(rank), Some(drop_lengths)),
@@ -183,6 +195,9 @@ unsafe extern "C" fn drop_lengths(user: *mut c_void) {
 
 /// What one query computes once, kept as FTS5 auxiliary data for the query's lifetime.
 struct PerQuery {
+    /// The mode of the call that computed this; FTS5 shares this data between every
+    /// `memdir_rank` call of one statement, so calls of another mode are refused.
+    mode: i32,
     avgdl: f64,
     /// Per phrase: its IDF, or 1.0 in [`IDF_LATER`] mode.
     idf: Vec<f64>,
@@ -299,7 +314,7 @@ unsafe fn score(
 /// # Safety
 /// As [`score`].
 unsafe fn per_query<'q>(
-    api: &ffi::Fts5ExtensionApi,
+    api: &'q ffi::Fts5ExtensionApi,
     fts: *mut ffi::Fts5Context,
     mode: i32,
     lengths: &Lengths,
@@ -310,7 +325,11 @@ unsafe fn per_query<'q>(
     unsafe {
         let existing = call!(api, xGetAuxdata(fts, 0)) as *const PerQuery;
         if !existing.is_null() {
-            return Ok(&*existing);
+            let existing = &*existing;
+            if existing.mode != mode {
+                return Err(ffi::SQLITE_MISUSE);
+            }
+            return Ok(existing);
         }
         let phrases = usize::try_from(call!(api, xPhraseCount(fts))).unwrap_or(0);
         let (mut rows, mut tokens): (i64, i64) = (0, 0);
@@ -334,6 +353,7 @@ unsafe fn per_query<'q>(
             }
         }
         let data = Box::into_raw(Box::new(PerQuery {
+            mode,
             avgdl: tokens as f64 / rows as f64,
             idf: idfs,
         }));
