@@ -24,21 +24,12 @@ async fn kill_at(stage: &str, expect_new: bool) {
     std::fs::write(sb.store().join("big.md"), &old).unwrap();
 
     let mut s = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", stage)]).await;
-    let call = {
-        let args = json!({"path": "big.md", "content": new});
-        let peer = s.client.peer().clone();
-        tokio::spawn(async move {
-            let _ = peer
-                .call_tool(
-                    rmcp::model::CallToolRequestParams::new("memory_write")
-                        .with_arguments(args.as_object().unwrap().clone()),
-                )
-                .await;
-        })
-    };
-    s.wait_for_stderr(&format!("test pause at {stage}")).await;
-    s.kill9();
-    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    s.kill_paused_call(
+        "memory_write",
+        json!({"path": "big.md", "content": new}),
+        stage,
+    )
+    .await;
 
     let on_disk = std::fs::read_to_string(sb.store().join("big.md")).unwrap();
     let expected = if expect_new { &new } else { &old };
@@ -213,26 +204,13 @@ async fn survivor_sweeps(extra: &[&str]) {
         .await;
 
     let mut dying = Server::start(&args, &[("MEMDIR_TEST_PAUSE", "after-temp-write")]).await;
-    let call = {
-        let peer = dying.client.peer().clone();
-        tokio::spawn(async move {
-            let _ = peer
-                .call_tool(
-                    rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
-                        json!({"path": "b.md", "content": content('n', 5_000)})
-                            .as_object()
-                            .unwrap()
-                            .clone(),
-                    ),
-                )
-                .await;
-        })
-    };
     dying
-        .wait_for_stderr("test pause at after-temp-write")
+        .kill_paused_call(
+            "memory_write",
+            json!({"path": "b.md", "content": content('n', 5_000)}),
+            "after-temp-write",
+        )
         .await;
-    dying.kill9();
-    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
     assert_eq!(
         temp_files(&sb.store()).len(),
         1,

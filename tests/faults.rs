@@ -365,20 +365,7 @@ async fn kill_mutation_at(stage: &str, tool: &str, args: Value, expect_new: bool
         s.stop().await;
     }
     let mut s = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", stage)]).await;
-    let peer = s.client.peer().clone();
-    let tool_name = tool.to_owned();
-    let call_args = args.clone();
-    let call = tokio::spawn(async move {
-        let _ = peer
-            .call_tool(
-                rmcp::model::CallToolRequestParams::new(tool_name)
-                    .with_arguments(call_args.as_object().unwrap().clone()),
-            )
-            .await;
-    });
-    s.wait_for_stderr(&format!("test pause at {stage}")).await;
-    s.kill9();
-    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
+    s.kill_paused_call(tool, args.clone(), stage).await;
 
     let a = std::fs::read_to_string(sb.store().join("a.md")).ok();
     let moved = std::fs::read_to_string(sb.store().join("b.md")).ok();

@@ -352,21 +352,13 @@ async fn history_survives_kill_at(stage: &str, expect_new: bool) {
         .await;
     s.stop().await;
     let mut paused = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", stage)]).await;
-    let peer = paused.client.peer().clone();
-    let call = tokio::spawn(async move {
-        let args = json!({"path": "m.md", "content": "new\n"});
-        let _ = peer
-            .call_tool(
-                rmcp::model::CallToolRequestParams::new("memory_write")
-                    .with_arguments(args.as_object().unwrap().clone()),
-            )
-            .await;
-    });
     paused
-        .wait_for_stderr(&format!("test pause at {stage}"))
+        .kill_paused_call(
+            "memory_write",
+            json!({"path": "m.md", "content": "new\n"}),
+            stage,
+        )
         .await;
-    paused.kill9();
-    let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
 
     let s = Server::start(&["--root", &root], &[]).await;
     let h = s.ok("memory_history", json!({"path": "m.md"})).await;

@@ -167,6 +167,22 @@ impl Server {
         assert!(found, "server never printed {needle:?}");
     }
 
+    /// Calls `tool` in the background on a server started with `MEMDIR_TEST_PAUSE=stage`,
+    /// waits until the call is paused at that stage, SIGKILLs the server, and waits (at
+    /// most 5 s) for the call to end.
+    pub async fn kill_paused_call(&mut self, tool: &str, args: Value, stage: &str) {
+        let peer = self.client.peer().clone();
+        let request = CallToolRequestParams::new(tool.to_owned())
+            .with_arguments(args.as_object().expect("arguments are an object").clone());
+        let call = tokio::spawn(async move {
+            let _ = peer.call_tool(request).await;
+        });
+        self.wait_for_stderr(&format!("test pause at {stage}"))
+            .await;
+        self.kill9();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), call).await;
+    }
+
     pub fn kill9(&self) {
         rustix::process::kill_process(
             rustix::process::Pid::from_raw(self.pid as i32).expect("pid"),
