@@ -422,6 +422,8 @@ fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
     })
 }
 
+/// A file's text and the stamp of the handle it was read through; `None` if it cannot be
+/// indexed (gone, not UTF-8, refused).
 fn read_text(store: &Store, p: &MemPath) -> Option<(String, Stamp)> {
     match store.read(p) {
         Ok(data) => String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp)),

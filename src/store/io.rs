@@ -303,18 +303,9 @@ impl Store {
     fn temp_dir(&self, for_path: &MemPath) -> Result<Dir> {
         let mut options = OpenOptions::new();
         options.read(true).maybe_dir(true);
-        let opened = match self.dir.open_with(TEMP_DIR, &options) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                match self.dir.create_dir_all(TEMP_DIR) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(map_io(for_path, e)),
-                }
-                self.dir.open_with(TEMP_DIR, &options)
-            }
-            other => other,
-        };
-        let file = opened.map_err(|e| map_io(for_path, e))?;
+        let file = self
+            .open_own(TEMP_DIR, &options, TEMP_DIR)
+            .map_err(|e| map_io(for_path, e))?;
         Ok(Dir::from_std_file(file.into_std()))
     }
 

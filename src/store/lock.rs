@@ -8,8 +8,6 @@
 //! complete what a crash interrupted. Rewriting one existing file costs far less than
 //! creating and removing an intent file per mutation.
 
-use std::io::ErrorKind;
-
 use std::sync::atomic::Ordering;
 
 use cap_std::fs::OpenOptions;
@@ -84,19 +82,10 @@ impl Store {
     fn open_lock_file(&self) -> Result<std::fs::File> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
-        let opened = match self.dir.open_with(LOCK_FILE, &options) {
-            // The state folder is made on first use (or again, if someone removed it).
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                match self.dir.create_dir(STATE_DIR) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(self.lock_error(e)),
-                }
-                self.dir.open_with(LOCK_FILE, &options)
-            }
-            other => other,
-        };
-        Ok(opened.map_err(|e| self.lock_error(e))?.into_std())
+        let file = self
+            .open_own(LOCK_FILE, &options, STATE_DIR)
+            .map_err(|e| self.lock_error(e))?;
+        Ok(file.into_std())
     }
 
     fn lock_error(&self, e: std::io::Error) -> Error {

@@ -132,6 +132,27 @@ impl Store {
         &self.host_key
     }
 
+    /// Opens `rel` (a path of memdir's own under `.memdir/`); if that fails because its
+    /// folder `dir` is missing (first use, or someone removed it), makes `dir` and tries
+    /// once more. Writes do not make folders that exist on every call.
+    fn open_own(
+        &self,
+        rel: &str,
+        options: &cap_std::fs::OpenOptions,
+        dir: &str,
+    ) -> std::io::Result<cap_std::fs::File> {
+        match self.dir.open_with(rel, options) {
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                match self.dir.create_dir_all(dir) {
+                    Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(e),
+                    _ => {}
+                }
+                self.dir.open_with(rel, options)
+            }
+            other => other,
+        }
+    }
+
     /// Removes temp files a crashed writer left behind, if no other process is mutating
     /// right now (otherwise the next mutation does it under the lock).
     fn recover(&self) {

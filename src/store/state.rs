@@ -54,17 +54,8 @@ impl Store {
     pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<u64> {
         let mut options = OpenOptions::new();
         options.append(true).create(true);
-        let opened = match self.dir.open_with(rel, &options) {
-            // Its folder is gone (removed by hand since it was made): make it again.
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                if let Some((dir, _)) = rel.rsplit_once('/') {
-                    self.state_dirs(dir)?;
-                }
-                self.dir.open_with(rel, &options)
-            }
-            other => other,
-        };
-        let mut file = opened.map_err(state_error)?;
+        let dir = rel.rsplit_once('/').map_or(".", |(dir, _)| dir);
+        let mut file = self.open_own(rel, &options, dir).map_err(state_error)?;
         file.write_all(bytes).map_err(state_error)?;
         file.sync_data().map_err(state_error)?;
         file.stream_position().map_err(state_error)
