@@ -40,8 +40,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
     match &cli.command {
         None | Some(Command::Serve) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+            // One thread runs the protocol (parsing, routing, encoding: microseconds per
+            // message) and tools run on the blocking pool, so a request never waits for
+            // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
+            let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
             let served = runtime.block_on(memdir::mcp::serve_stdio(memdir));

@@ -5,6 +5,7 @@
 mod output;
 mod params;
 mod schema;
+mod stdio;
 mod tools;
 
 use std::sync::Arc;
@@ -178,7 +179,8 @@ fn answer<T, O: Serialize>(
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
-    serve(memdir, rmcp::transport::stdio()).await
+    let (reader, writer, _restore) = stdio::transport();
+    serve(memdir, (reader, writer)).await
 }
 
 /// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the

@@ -1,0 +1,258 @@
+//! The kinds of stdin/stdout a host may hand the server: pipes (most hosts), sockets
+//! (hosts built on libuv, such as Node.js, connect a child's stdio with socket pairs),
+//! and plain files or terminals (a person redirecting a file). Pipes and sockets are
+//! served non-blocking on the event loop; the rest through blocking reads and writes.
+//! Each kind must serve, end at EOF with status 0, and leave the descriptors' flags as
+//! it found them, since a shell or the host may share them.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use rustix::fs::OFlags;
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_memdir");
+
+/// How long the server may take to answer or to exit. Generous: debug builds on a
+/// shared 2-core machine.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> Child {
+    Command::new(BIN)
+        .arg("--root")
+        .arg(store)
+        .env("RUST_LOG", "memdir=warn")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("spawn memdir")
+}
+
+/// The newline-delimited requests of one session: the handshake, a write, a read of it
+/// and a ping.
+fn session(content: &str) -> Vec<Value> {
+    vec![
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "stdio-test", "version": "1.0"}
+        }}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_write", "arguments": {"path": "note.md", "content": content}
+        }}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "memory_read", "arguments": {"path": "note.md"}
+        }}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}),
+    ]
+}
+
+/// Sends each request and waits for its reply before the next (notifications get none),
+/// checking every reply; then closes `to` and waits for the exit.
+fn converse(child: &mut Child, mut to: impl Write, from: impl Read, content: &str) {
+    let mut from = BufReader::new(from);
+    for request in session(content) {
+        writeln!(to, "{request}").expect("write a request");
+        to.flush().expect("flush");
+        let Some(id) = request.get("id") else {
+            continue;
+        };
+        let mut line = String::new();
+        from.read_line(&mut line).expect("read a reply");
+        let reply: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("reply to {id} is not JSON ({e}): {line:?}"));
+        assert_eq!(&reply["id"], id, "{reply}");
+        assert!(
+            reply.get("result").is_some(),
+            "request {id} failed: {reply}"
+        );
+        if id == 3 {
+            assert_eq!(
+                reply["result"]["structuredContent"]["content"],
+                json!(content)
+            );
+        }
+    }
+    drop(to);
+    let status = wait(child);
+    assert!(status.success(), "memdir exited with {status}");
+}
+
+/// Waits for the exit; kills the server and fails if it takes longer than `TIMEOUT`.
+fn wait(child: &mut Child) -> ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for memdir") {
+            return status;
+        }
+        if t0.elapsed() > TIMEOUT {
+            let _ = child.kill();
+            panic!("memdir did not exit within {TIMEOUT:?} of EOF");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn set_send_buffer(socket: &UnixStream, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket descriptor and a pointer to a c_int of the size passed.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&bytes as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "setsockopt(SO_SNDBUF)");
+}
+
+fn flags(fd: &OwnedFd) -> OFlags {
+    rustix::fs::fcntl_getfl(fd.as_fd()).expect("F_GETFL")
+}
+
+#[test]
+fn pipes_are_served_non_blocking_and_their_flags_restored_at_exit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (in_read, in_write) = std::io::pipe().unwrap();
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    // The test keeps a descriptor of each end the server gets: they share its open file
+    // descriptions, so their flags are the server's.
+    let in_shared = OwnedFd::from(in_read.try_clone().unwrap());
+    let out_shared = OwnedFd::from(out_write.try_clone().unwrap());
+    assert!(!flags(&in_shared).contains(OFlags::NONBLOCK));
+    let mut child = spawn(
+        &tmp.path().join("store"),
+        Stdio::from(in_read),
+        Stdio::from(out_write),
+    );
+    let mut to = in_write;
+    let mut from = BufReader::new(out_read);
+    writeln!(to, "{}", session("")[0]).unwrap();
+    let mut line = String::new();
+    from.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""serverInfo""#), "{line}");
+    // Serving: both ends are non-blocking (the event loop reads and writes them).
+    assert!(flags(&in_shared).contains(OFlags::NONBLOCK));
+    assert!(flags(&out_shared).contains(OFlags::NONBLOCK));
+    drop(to);
+    let status = wait(&mut child);
+    assert!(status.success(), "memdir exited with {status}");
+    // Gone: the flags are as they were, for whoever else holds these descriptors.
+    assert!(!flags(&in_shared).contains(OFlags::NONBLOCK));
+    assert!(!flags(&out_shared).contains(OFlags::NONBLOCK));
+}
+
+#[test]
+fn a_full_session_over_pipes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (in_read, in_write) = std::io::pipe().unwrap();
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    let mut child = spawn(
+        &tmp.path().join("store"),
+        Stdio::from(in_read),
+        Stdio::from(out_write),
+    );
+    converse(&mut child, in_write, out_read, "over pipes\n");
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("store/note.md")).unwrap(),
+        "over pipes\n"
+    );
+}
+
+#[test]
+fn a_full_session_over_socket_pairs_as_node_hosts_give() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (in_ours, in_theirs) = UnixStream::pair().unwrap();
+    let (out_ours, out_theirs) = UnixStream::pair().unwrap();
+    // A small send buffer, so the server's larger replies take several non-blocking
+    // writes with waits for readiness between them.
+    set_send_buffer(&out_theirs, 4096);
+    let mut child = spawn(
+        &tmp.path().join("store"),
+        Stdio::from(OwnedFd::from(in_theirs)),
+        Stdio::from(OwnedFd::from(out_theirs)),
+    );
+    let content = "a line long enough to fill buffers\n".repeat(900);
+    converse(&mut child, in_ours, out_ours, &content);
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("store/note.md")).unwrap(),
+        content
+    );
+}
+
+#[test]
+fn one_socket_for_both_stdin_and_stdout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    let theirs_too = theirs.try_clone().unwrap();
+    let mut child = spawn(
+        &tmp.path().join("store"),
+        Stdio::from(OwnedFd::from(theirs)),
+        Stdio::from(OwnedFd::from(theirs_too)),
+    );
+    let to = ours.try_clone().unwrap();
+    // EOF for the server is the shutdown of our writing half.
+    let mut from = BufReader::new(&ours);
+    let mut to = &to;
+    for request in session("one socket\n") {
+        writeln!(to, "{request}").unwrap();
+        if let Some(id) = request.get("id") {
+            let mut line = String::new();
+            from.read_line(&mut line).unwrap();
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(&reply["id"], id, "{reply}");
+            assert!(reply.get("result").is_some(), "{reply}");
+        }
+    }
+    ours.shutdown(std::net::Shutdown::Write).unwrap();
+    let status = wait(&mut child);
+    assert!(status.success(), "memdir exited with {status}");
+}
+
+#[test]
+fn requests_from_a_file_and_replies_to_a_file_are_served_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let requests = tmp.path().join("requests.jsonl");
+    let replies = tmp.path().join("replies.jsonl");
+    let mut text = String::new();
+    for request in session("from a file\n") {
+        text.push_str(&request.to_string());
+        text.push('\n');
+    }
+    std::fs::write(&requests, text).unwrap();
+    let mut child = spawn(
+        &tmp.path().join("store"),
+        Stdio::from(std::fs::File::open(&requests).unwrap()),
+        Stdio::from(std::fs::File::create(&replies).unwrap()),
+    );
+    // A regular file cannot be polled: the server must fall back to blocking reads
+    // rather than fail, and end at the file's end.
+    let status = wait(&mut child);
+    assert!(status.success(), "memdir exited with {status}");
+    let printed = std::fs::read_to_string(&replies).unwrap();
+    let replies: Vec<Value> = printed
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON ({e}): {l:?}")))
+        .collect();
+    // The whole file is read at once, so requests still running at its end may go
+    // unanswered; the handshake is answered before anything else is read.
+    assert_eq!(
+        replies.first().map(|r| &r["id"]),
+        Some(&json!(1)),
+        "{printed}"
+    );
+    assert!(replies[0]["result"]["serverInfo"].is_object(), "{printed}");
+    for reply in &replies {
+        assert!(reply.get("result").is_some(), "{reply}");
+    }
+}
