@@ -36,34 +36,7 @@ impl Raw {
     /// Spawns `memdir --root <tmp>/store`, sends `initialize`, checks its reply and sends
     /// `notifications/initialized`.
     async fn start() -> Raw {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        let store = tmp.path().join("store");
-        let mut child = Command::new(BIN)
-            .arg("--root")
-            .arg(&store)
-            // Search indexes go to the build's temp folder, never the user's cache.
-            .env("RUST_LOG", "memdir=warn")
-            .env(
-                "XDG_CACHE_HOME",
-                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
-            )
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            // Inherited, so a panic message of the server shows up next to the failure.
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("spawn memdir");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let mut raw = Raw {
-            child,
-            stdin,
-            stdout,
-            stash: VecDeque::new(),
-            next_id: 1_000_000,
-            tmp,
-        };
+        let mut raw = Raw::spawn();
         raw.send_line(
             &json!({
                 "jsonrpc": "2.0",
@@ -88,6 +61,38 @@ impl Raw {
         raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await;
         raw
+    }
+
+    /// Spawns `memdir --root <tmp>/store` and says nothing yet.
+    fn spawn() -> Raw {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let store = tmp.path().join("store");
+        let mut child = Command::new(BIN)
+            .arg("--root")
+            .arg(&store)
+            // Search indexes go to the build's temp folder, never the user's cache.
+            .env("RUST_LOG", "memdir=warn")
+            .env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+            )
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // Inherited, so a panic message of the server shows up next to the failure.
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn memdir");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        Raw {
+            child,
+            stdin,
+            stdout,
+            stash: VecDeque::new(),
+            next_id: 1_000_000,
+            tmp,
+        }
     }
 
     fn store(&self) -> PathBuf {
@@ -847,6 +852,113 @@ async fn unusual_request_ids_are_echoed() {
         }
     }
     server.assert_still_serves().await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
+
+#[tokio::test]
+async fn the_2026_07_28_era_serves_without_a_handshake_and_records_each_requests_client() {
+    let mut server = Raw::spawn();
+    // Each request of this era carries the protocol version, the client's capabilities
+    // and its identity in `_meta`; there is no `initialize`.
+    let meta = |client: &str| {
+        json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "2.0"}
+        })
+    };
+    let request = |id: u64, method: &str, mut params: Value, client: &str| {
+        params["_meta"] = meta(client);
+        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    };
+
+    server
+        .send_line(&request(1, "server/discover", json!({}), "agent-a"))
+        .await;
+    let discover = server.reply(&json!(1)).await;
+    let versions = discover["result"]["supportedVersions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no supportedVersions: {discover}"));
+    assert!(versions.contains(&json!("2026-07-28")), "{discover}");
+    assert!(versions.contains(&json!("2025-11-25")), "{discover}");
+    let instructions = discover["result"]["instructions"].as_str().unwrap_or("");
+    assert!(instructions.contains("/memories"), "{discover}");
+
+    server
+        .send_line(&request(2, "tools/list", json!({}), "agent-a"))
+        .await;
+    let listed = server.reply(&json!(2)).await;
+    let names: BTreeSet<&str> = listed["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools: {listed}"))
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(
+        names.contains("memory_write") && names.contains("memory_history"),
+        "{names:?}"
+    );
+
+    let call = |id, tool: &str, arguments: Value, client: &str| {
+        request(
+            id,
+            "tools/call",
+            json!({"name": tool, "arguments": arguments}),
+            client,
+        )
+    };
+    let sends = [
+        call(
+            3,
+            "memory_write",
+            json!({"path": "era.md", "content": "first\n"}),
+            "agent-a",
+        ),
+        call(
+            4,
+            "memory_edit",
+            json!({"path": "era.md", "append_text": "second\n"}),
+            "agent-b",
+        ),
+    ];
+    for (id, line) in (3u64..).zip(sends) {
+        server.send_line(&line).await;
+        let reply = server.reply(&json!(id)).await;
+        assert_ne!(tool_result(&reply)["isError"], json!(true), "{reply}");
+    }
+    server
+        .send_line(&call(
+            5,
+            "memory_read",
+            json!({"path": "era.md"}),
+            "agent-a",
+        ))
+        .await;
+    let read = server.reply(&json!(5)).await;
+    assert_eq!(
+        tool_result(&read)["structuredContent"]["content"],
+        json!("first\nsecond\n")
+    );
+    // Each version names the client that made it, taken from that request's `_meta`.
+    server
+        .send_line(&call(
+            6,
+            "memory_history",
+            json!({"path": "era.md"}),
+            "agent-a",
+        ))
+        .await;
+    let history = server.reply(&json!(6)).await;
+    let versions = tool_result(&history)["structuredContent"]["versions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no versions: {history}"))
+        .clone();
+    let actors: Vec<&str> = versions
+        .iter()
+        .filter_map(|v| v["actor"].as_str())
+        .collect();
+    assert_eq!(actors, ["agent-b/2.0", "agent-a/2.0"], "{history}");
     let rest = server.finish().await;
     assert!(rest.is_empty(), "unexpected messages: {rest:?}");
 }

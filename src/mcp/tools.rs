@@ -265,12 +265,12 @@ impl MemdirServer {
     }
 }
 
-/// The actor recorded in the history for a request: the client's `clientInfo`.
+/// The actor recorded in the history for a request: the client's `clientInfo`, from the
+/// request's own `_meta` (2026-07-28 era, where there is no handshake) or else from
+/// `initialize`.
 fn actor(ctx: &RequestContext<RoleServer>) -> String {
-    match ctx.peer.peer_info() {
-        Some(info) if !info.client_info.name.is_empty() => {
-            format!("{}/{}", info.client_info.name, info.client_info.version)
-        }
+    match ctx.client_info() {
+        Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
         _ => "unknown-client".into(),
     }
 }
