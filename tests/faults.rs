@@ -492,3 +492,64 @@ async fn a_torn_history_line_is_cut_at_the_next_start() {
     check_history_matches_files(&s, &sb.store(), false).await;
     s.stop().await;
 }
+
+// ---- replaced files are released ----------------------------------------------------------
+
+/// Descriptors the process holds on files whose last name is gone.
+fn deleted_files_held(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("list the server's descriptors")
+        .filter_map(Result::ok)
+        .filter_map(|e| std::fs::read_link(e.path()).ok())
+        .map(|target| target.to_string_lossy().into_owned())
+        .filter(|target| target.ends_with(" (deleted)"))
+        .collect()
+}
+
+#[tokio::test]
+async fn every_replaced_or_deleted_file_is_released() {
+    // A replace (or delete) keeps a handle on the old file across its rename (or unlink)
+    // and closes it on a helper thread: those handles must all be closed, or a long
+    // session would run out of descriptors and keep the disk space of every old version.
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    const N: usize = 300;
+    for i in 0..N {
+        s.ok(
+            "memory_write",
+            json!({"path": "often.md", "content": format!("revision {i}\n")}),
+        )
+        .await;
+        if i % 3 == 0 {
+            s.ok(
+                "memory_edit",
+                json!({"path": "often.md", "append_text": format!("edit {i}\n")}),
+            )
+            .await;
+        }
+    }
+    for i in 0..20 {
+        s.ok(
+            "memory_write",
+            json!({"path": format!("gone/{i}.md"), "content": "soon deleted\n"}),
+        )
+        .await;
+    }
+    s.ok("memory_delete", json!({"path": "gone/0.md"})).await;
+    s.ok("memory_delete", json!({"path": "gone"})).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let mut held = deleted_files_held(s.pid);
+    while !held.is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        held = deleted_files_held(s.pid);
+    }
+    assert!(
+        held.is_empty(),
+        "{} replaced or deleted files still held: {:?}",
+        held.len(),
+        &held[..held.len().min(5)]
+    );
+    let read = s.ok("memory_read", json!({"path": "often.md"})).await;
+    assert_eq!(read["content"], json!(format!("revision {}\n", N - 1)));
+    s.stop().await;
+}

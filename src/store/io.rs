@@ -15,7 +15,7 @@ use cap_fs_ext::OpenOptionsMaybeDirExt;
 use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 use rustix::fs::RenameFlags;
 
-use super::{EntryKind, Stamp, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path};
+use super::{EntryKind, Stamp, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path, release};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
@@ -84,6 +84,7 @@ impl Store {
         self.check_writable("writing")?;
         let name = target_name(path)?;
         let parent = self.ensure_parent(path)?;
+        let mut replaced = None;
         if let Some((kind, links)) = entry_at(&parent, name, path)? {
             match (mode, kind) {
                 (WriteMode::CreateNew, _) => {
@@ -97,7 +98,10 @@ impl Store {
                     });
                 }
                 (_, EntryKind::Symlink) => {}
-                (_, kind) => check_regular(path, &kind, links)?,
+                (_, kind) => {
+                    check_regular(path, &kind, links)?;
+                    replaced = release::hold(&parent, name);
+                }
             }
         }
         let temp_dir = self.temp_dir(path)?;
@@ -108,8 +112,15 @@ impl Store {
         );
         let result =
             self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
-        if result.is_err() {
-            let _ = temp_dir.remove_file(&temp_name);
+        match &result {
+            Ok(_) => {
+                if let Some(old) = replaced {
+                    release::release_later(old);
+                }
+            }
+            Err(_) => {
+                let _ = temp_dir.remove_file(&temp_name);
+            }
         }
         result
     }
@@ -225,8 +236,12 @@ impl Store {
                 path: path.canonical(),
             }),
             Some(_) => {
+                let removed = release::hold(&parent, name);
                 parent.remove_file(name).map_err(|e| map_io(path, e))?;
                 rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+                if let Some(old) = removed {
+                    release::release_later(old);
+                }
                 Ok(())
             }
         }

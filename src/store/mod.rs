@@ -8,6 +8,7 @@
 
 mod io;
 mod lock;
+mod release;
 mod state;
 mod walk;
 mod watch;
