@@ -14,6 +14,9 @@ fn main() -> ExitCode {
         .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.options.log_level)));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // A log line that cannot be written (stderr closed, or full and non-blocking) is
+        // dropped; reporting that on stderr again would panic the thread that logged.
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_env_filter(filter)
         .init();

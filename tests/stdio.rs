@@ -21,19 +21,39 @@ const BIN: &str = env!("CARGO_BIN_EXE_memdir");
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> Child {
-    Command::new(BIN)
+    spawn_with(store, stdin, stdout, Stdio::inherit(), "memdir=warn")
+}
+
+fn spawn_with(
+    store: &std::path::Path,
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+    log: &str,
+) -> Child {
+    let child = Command::new(BIN)
         .arg("--root")
         .arg(store)
-        .env("RUST_LOG", "memdir=warn")
+        .env("RUST_LOG", log)
         .env(
             "XDG_CACHE_HOME",
             concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
         )
         .stdin(stdin)
         .stdout(stdout)
-        .stderr(Stdio::inherit())
+        .stderr(stderr)
         .spawn()
-        .expect("spawn memdir")
+        .expect("spawn memdir");
+    // A server that stops answering is killed, so a blocked read in the test ends (and
+    // fails) instead of hanging the run.
+    let pid = child.id();
+    std::thread::spawn(move || {
+        std::thread::sleep(TIMEOUT * 3);
+        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    });
+    child
 }
 
 /// The newline-delimited requests of one session: the handshake, a write, a read of it
@@ -57,7 +77,18 @@ fn session(content: &str) -> Vec<Value> {
 
 /// Sends each request and waits for its reply before the next (notifications get none),
 /// checking every reply; then closes `to` and waits for the exit.
-fn converse(child: &mut Child, mut to: impl Write, from: impl Read, content: &str) {
+fn converse(child: &mut Child, to: impl Write, from: impl Read, content: &str) {
+    converse_checking(child, to, from, content, |_| {});
+}
+
+/// `converse`, calling `serving` once the handshake is answered.
+fn converse_checking(
+    child: &mut Child,
+    mut to: impl Write,
+    from: impl Read,
+    content: &str,
+    serving: impl Fn(&Child),
+) {
     let mut from = BufReader::new(from);
     for request in session(content) {
         writeln!(to, "{request}").expect("write a request");
@@ -74,6 +105,9 @@ fn converse(child: &mut Child, mut to: impl Write, from: impl Read, content: &st
             reply.get("result").is_some(),
             "request {id} failed: {reply}"
         );
+        if id == 1 {
+            serving(child);
+        }
         if id == 3 {
             assert_eq!(
                 reply["result"]["structuredContent"]["content"],
@@ -177,13 +211,23 @@ fn a_full_session_over_socket_pairs_as_node_hosts_give() {
     // A small send buffer, so the server's larger replies take several non-blocking
     // writes with waits for readiness between them.
     set_send_buffer(&out_theirs, 4096);
+    let in_shared = OwnedFd::from(in_theirs.try_clone().unwrap());
+    let out_shared = OwnedFd::from(out_theirs.try_clone().unwrap());
     let mut child = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(in_theirs)),
         Stdio::from(OwnedFd::from(out_theirs)),
     );
+    out_ours.set_read_timeout(Some(TIMEOUT)).unwrap();
     let content = "a line long enough to fill buffers\n".repeat(900);
-    converse(&mut child, in_ours, out_ours, &content);
+    let serving = |_: &Child| {
+        // The event loop serves the sockets, non-blocking.
+        assert!(flags(&in_shared).contains(OFlags::NONBLOCK));
+        assert!(flags(&out_shared).contains(OFlags::NONBLOCK));
+    };
+    converse_checking(&mut child, in_ours, out_ours, &content, serving);
+    assert!(!flags(&in_shared).contains(OFlags::NONBLOCK));
+    assert!(!flags(&out_shared).contains(OFlags::NONBLOCK));
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("store/note.md")).unwrap(),
         content
@@ -195,6 +239,8 @@ fn one_socket_for_both_stdin_and_stdout() {
     let tmp = tempfile::tempdir().unwrap();
     let (ours, theirs) = UnixStream::pair().unwrap();
     let theirs_too = theirs.try_clone().unwrap();
+    let shared = OwnedFd::from(theirs.try_clone().unwrap());
+    ours.set_read_timeout(Some(TIMEOUT)).unwrap();
     let mut child = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(theirs)),
@@ -217,6 +263,84 @@ fn one_socket_for_both_stdin_and_stdout() {
     ours.shutdown(std::net::Shutdown::Write).unwrap();
     let status = wait(&mut child);
     assert!(status.success(), "memdir exited with {status}");
+    // stdin and stdout are one open file here: restoring one half must not leave the
+    // file non-blocking.
+    assert!(!flags(&shared).contains(OFlags::NONBLOCK));
+}
+
+#[test]
+fn stdout_shared_with_stderr_stays_blocking_and_every_reply_arrives() {
+    // `2>&1`: the log and the protocol share one pipe. Making it non-blocking would make
+    // the log's blocking writes fail whenever the pipe is full, and a failed log write
+    // must never cost a reply. So that pipe is left blocking; a debug log makes sure
+    // there is plenty of logging in between.
+    let tmp = tempfile::tempdir().unwrap();
+    let (in_read, in_write) = std::io::pipe().unwrap();
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    let out_shared = OwnedFd::from(out_write.try_clone().unwrap());
+    let err_write = out_write.try_clone().unwrap();
+    let mut child = spawn_with(
+        &tmp.path().join("store"),
+        Stdio::from(in_read),
+        Stdio::from(out_write),
+        Stdio::from(err_write),
+        "memdir=debug,rmcp=debug",
+    );
+    let mut to = in_write;
+    let mut from = BufReader::new(out_read);
+    // The next JSON-RPC message; log lines in between are skipped.
+    let mut next_message = |what: &str| -> Value {
+        loop {
+            let mut line = String::new();
+            let n = from.read_line(&mut line).expect("read");
+            assert!(n > 0, "output ended before {what}");
+            if let Ok(message) = serde_json::from_str::<Value>(&line)
+                && message.get("jsonrpc").is_some()
+            {
+                return message;
+            }
+        }
+    };
+    for request in session("shared with stderr\n") {
+        writeln!(to, "{request}").unwrap();
+        if let Some(id) = request.get("id") {
+            let reply = next_message("a reply");
+            assert_eq!(&reply["id"], id, "{reply}");
+            assert!(reply.get("result").is_some(), "{reply}");
+            assert!(!flags(&out_shared).contains(OFlags::NONBLOCK));
+        }
+    }
+    // Many requests written before any reply is read, so the pipe fills up while the
+    // server is logging.
+    const N: u64 = 300;
+    let batch: String = (0..N)
+        .map(|id| {
+            format!(
+                "{}\n",
+                json!({"jsonrpc": "2.0", "id": 100 + id, "method": "tools/call", "params": {
+                    "name": "memory_read", "arguments": {"path": "note.md"}
+                }})
+            )
+        })
+        .collect();
+    let writer = std::thread::spawn(move || {
+        to.write_all(batch.as_bytes()).unwrap();
+        to
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let mut answered = std::collections::BTreeSet::new();
+    while (answered.len() as u64) < N {
+        let reply = next_message("every reply");
+        assert!(reply.get("result").is_some(), "{reply}");
+        answered.insert(reply["id"].as_u64().expect("numeric id"));
+    }
+    drop(writer.join().unwrap());
+    // Whatever it logs on the way out is read, so a full pipe cannot hold up its exit.
+    let drain = std::thread::spawn(move || std::io::copy(&mut from, &mut std::io::sink()));
+    let status = wait(&mut child);
+    assert!(status.success(), "memdir exited with {status}");
+    drop(out_shared);
+    drain.join().unwrap().unwrap();
 }
 
 #[test]

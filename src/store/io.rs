@@ -110,8 +110,15 @@ impl Store {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let result =
+        let mut result =
             self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
+        // The space of files replaced or deleted just before may still be on its way back
+        // (see `release`): once that is done, try once more.
+        if matches!(result, Err(Error::StorageFull { .. })) && release::settle() {
+            let _ = temp_dir.remove_file(&temp_name);
+            result =
+                self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
+        }
         match &result {
             Ok(_) => {
                 if let Some(old) = replaced {
