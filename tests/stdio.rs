@@ -380,3 +380,61 @@ fn requests_from_a_file_and_replies_to_a_file_are_served_blocking() {
         assert!(reply.get("result").is_some(), "{reply}");
     }
 }
+
+#[test]
+fn a_closed_stderr_is_pointed_at_dev_null_before_anything_is_opened() {
+    // Started with `2>&-`: the first file the server opened would get descriptor 2 and
+    // receive the log. It must be /dev/null instead (Rust's runtime start-up sees to
+    // that before `main`), and the store must hold only what was written to it.
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let (in_read, in_write) = std::io::pipe().unwrap();
+    let (out_read, out_write) = std::io::pipe().unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .arg("--root")
+        .arg(tmp.path().join("store"))
+        .env("RUST_LOG", "memdir=debug")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdin(Stdio::from(in_read))
+        .stdout(Stdio::from(out_write));
+    // SAFETY: only close(2), which is async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::close(2);
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().expect("spawn memdir");
+    let stderr = std::fs::read_link(format!("/proc/{}/fd/2", child.id()));
+    let mut to = in_write;
+    let mut from = BufReader::new(out_read);
+    let mut replies = 0;
+    for request in session("stderr was closed\n") {
+        writeln!(to, "{request}").unwrap();
+        if request.get("id").is_some() {
+            let mut line = String::new();
+            from.read_line(&mut line).unwrap();
+            let reply: Value =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+            assert!(reply.get("result").is_some(), "{reply}");
+            replies += 1;
+            if replies == 1 {
+                let fd2 = std::fs::read_link(format!("/proc/{}/fd/2", child.id())).unwrap();
+                assert_eq!(fd2, std::path::Path::new("/dev/null"), "before: {stderr:?}");
+            }
+        }
+    }
+    drop(to);
+    let status = wait(&mut child);
+    assert!(status.success(), "memdir exited with {status}");
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("store/note.md")).unwrap(),
+        "stderr was closed\n"
+    );
+    let lock = std::fs::read(tmp.path().join("store/.memdir/lock")).unwrap();
+    assert!(lock.is_empty(), "{}", String::from_utf8_lossy(&lock));
+}

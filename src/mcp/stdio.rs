@@ -46,8 +46,8 @@ pub fn transport() -> (Reader, Writer, Restore) {
 /// was, for anything else or when a step fails.
 ///
 /// The handle is a duplicate sharing the open file description, so the flag applies to
-/// `fd` too: if it was set here, `restore` takes it off again. The read and write calls the pipe
-/// types make are the same for a socket, so one kind of handle serves both.
+/// `fd` too: if it was set here, `restore` takes it off again. The read and write calls
+/// the pipe types make are the same for a socket, so one kind of handle serves both.
 fn nonblocking<T>(
     fd: BorrowedFd<'_>,
     restore: &mut Restore,
