@@ -856,27 +856,37 @@ async fn unusual_request_ids_are_echoed() {
     assert!(rest.is_empty(), "unexpected messages: {rest:?}");
 }
 
+/// Sends a request of the 2026-07-28 era, which carries the protocol version, the
+/// client's capabilities and its identity in `_meta` (there is no `initialize`), and
+/// returns its reply.
+async fn era_request(
+    server: &mut Raw,
+    id: u64,
+    method: &str,
+    mut params: Value,
+    client: &str,
+) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "2.0"}
+    });
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    server.send_line(&request.to_string()).await;
+    server.reply(&json!(id)).await
+}
+
+/// `tools/call` in the 2026-07-28 era; returns the tool result.
+async fn era_call(server: &mut Raw, id: u64, tool: &str, arguments: Value, client: &str) -> Value {
+    let params = json!({"name": tool, "arguments": arguments});
+    let reply = era_request(server, id, "tools/call", params, client).await;
+    tool_result(&reply).clone()
+}
+
 #[tokio::test]
 async fn the_2026_07_28_era_serves_without_a_handshake_and_records_each_requests_client() {
     let mut server = Raw::spawn();
-    // Each request of this era carries the protocol version, the client's capabilities
-    // and its identity in `_meta`; there is no `initialize`.
-    let meta = |client: &str| {
-        json!({
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": client, "version": "2.0"}
-        })
-    };
-    let request = |id: u64, method: &str, mut params: Value, client: &str| {
-        params["_meta"] = meta(client);
-        json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
-    };
-
-    server
-        .send_line(&request(1, "server/discover", json!({}), "agent-a"))
-        .await;
-    let discover = server.reply(&json!(1)).await;
+    let discover = era_request(&mut server, 1, "server/discover", json!({}), "agent-a").await;
     let versions = discover["result"]["supportedVersions"]
         .as_array()
         .unwrap_or_else(|| panic!("no supportedVersions: {discover}"));
@@ -885,10 +895,7 @@ async fn the_2026_07_28_era_serves_without_a_handshake_and_records_each_requests
     let instructions = discover["result"]["instructions"].as_str().unwrap_or("");
     assert!(instructions.contains("/memories"), "{discover}");
 
-    server
-        .send_line(&request(2, "tools/list", json!({}), "agent-a"))
-        .await;
-    let listed = server.reply(&json!(2)).await;
+    let listed = era_request(&mut server, 2, "tools/list", json!({}), "agent-a").await;
     let names: BTreeSet<&str> = listed["result"]["tools"]
         .as_array()
         .unwrap_or_else(|| panic!("no tools: {listed}"))
@@ -900,57 +907,21 @@ async fn the_2026_07_28_era_serves_without_a_handshake_and_records_each_requests
         "{names:?}"
     );
 
-    let call = |id, tool: &str, arguments: Value, client: &str| {
-        request(
-            id,
-            "tools/call",
-            json!({"name": tool, "arguments": arguments}),
-            client,
-        )
-    };
-    let sends = [
-        call(
-            3,
-            "memory_write",
-            json!({"path": "era.md", "content": "first\n"}),
-            "agent-a",
-        ),
-        call(
-            4,
-            "memory_edit",
-            json!({"path": "era.md", "append_text": "second\n"}),
-            "agent-b",
-        ),
-    ];
-    for (id, line) in (3u64..).zip(sends) {
-        server.send_line(&line).await;
-        let reply = server.reply(&json!(id)).await;
-        assert_ne!(tool_result(&reply)["isError"], json!(true), "{reply}");
-    }
-    server
-        .send_line(&call(
-            5,
-            "memory_read",
-            json!({"path": "era.md"}),
-            "agent-a",
-        ))
-        .await;
-    let read = server.reply(&json!(5)).await;
+    let write = json!({"path": "era.md", "content": "first\n"});
+    let wrote = era_call(&mut server, 3, "memory_write", write, "agent-a").await;
+    assert_ne!(wrote["isError"], json!(true), "{wrote}");
+    let append = json!({"path": "era.md", "append_text": "second\n"});
+    let edited = era_call(&mut server, 4, "memory_edit", append, "agent-b").await;
+    assert_ne!(edited["isError"], json!(true), "{edited}");
+    let path = json!({"path": "era.md"});
+    let read = era_call(&mut server, 5, "memory_read", path.clone(), "agent-a").await;
     assert_eq!(
-        tool_result(&read)["structuredContent"]["content"],
+        read["structuredContent"]["content"],
         json!("first\nsecond\n")
     );
     // Each version names the client that made it, taken from that request's `_meta`.
-    server
-        .send_line(&call(
-            6,
-            "memory_history",
-            json!({"path": "era.md"}),
-            "agent-a",
-        ))
-        .await;
-    let history = server.reply(&json!(6)).await;
-    let versions = tool_result(&history)["structuredContent"]["versions"]
+    let history = era_call(&mut server, 6, "memory_history", path, "agent-a").await;
+    let versions = history["structuredContent"]["versions"]
         .as_array()
         .unwrap_or_else(|| panic!("no versions: {history}"))
         .clone();
