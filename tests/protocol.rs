@@ -337,41 +337,109 @@ fn median(samples: &[Duration]) -> Duration {
 }
 
 #[tokio::test]
-async fn malformed_lines_get_an_error_or_nothing_and_the_server_keeps_serving() {
+async fn every_malformed_line_gets_the_json_rpc_error_it_calls_for() {
+    // JSON-RPC 2.0: not JSON → -32700 with a null id; JSON that is no request → -32600,
+    // with the request's id when it has a usable one (so the client can match the answer),
+    // else null; a known method whose params do not parse → -32602 with the id. A
+    // malformed notification or response, and a blank line, get nothing.
     let mut server = Raw::start().await;
-    let lines = [
-        "{",
-        "not json",
-        "[]",
-        "[1, 2]",
-        r#"{"jsonrpc":"2.0"}"#,
-        r#"{"jsonrpc":"2.0","id":1}"#,
-        r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
-        r#"{"id":3,"method":"ping"}"#,
-        r#"{"jsonrpc":"2.0","id":4,"method":5}"#,
-        "42",
-        r#""a JSON string""#,
-        "null",
-        "true",
-        "{}",
-        "   ",
-        "\r",
+    let null = Value::Null;
+    let cases: &[(&str, Option<(i64, Value)>)] = &[
+        ("{", Some((-32700, null.clone()))),
+        ("not json", Some((-32700, null.clone()))),
+        (
+            r#"{"jsonrpc":"2.0","id":20,"method":"ping""#,
+            Some((-32700, null.clone())),
+        ),
+        ("[]", Some((-32600, null.clone()))),
+        ("[1, 2]", Some((-32600, null.clone()))),
+        (
+            r#"[{"jsonrpc":"2.0","id":21,"method":"ping"}]"#,
+            Some((-32600, null.clone())),
+        ),
+        (r#"{"jsonrpc":"2.0"}"#, Some((-32600, null.clone()))),
+        ("{}", Some((-32600, null.clone()))),
+        ("42", Some((-32600, null.clone()))),
+        (r#""a JSON string""#, Some((-32600, null.clone()))),
+        ("null", Some((-32600, null.clone()))),
+        ("true", Some((-32600, null.clone()))),
+        (r#"{"jsonrpc":"2.0","id":1}"#, Some((-32600, json!(1)))),
+        (
+            r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
+            Some((-32600, json!(2))),
+        ),
+        (r#"{"id":3,"method":"ping"}"#, Some((-32600, json!(3)))),
+        (
+            r#"{"jsonrpc":"2.0","id":4,"method":5}"#,
+            Some((-32600, json!(4))),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":"five","method":"ping","params":[1]}"#,
+            Some((-32602, json!("five"))),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"memory_list","arguments":{},"_meta":"x"}}"#,
+            Some((-32602, json!(6))),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","id":{"an":"object"},"method":"ping"}"#,
+            Some((-32600, null.clone())),
+        ),
+        (
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#,
+            None,
+        ),
+        (r#"{"jsonrpc":"2.0","result":"for nobody"}"#, None),
+        ("   ", None),
+        ("\r", None),
     ];
-    for line in lines {
+    for (line, expected) in cases {
         server.send_line(line).await;
         let answers = server.barrier().await;
-        assert!(
-            answers.len() <= 1,
-            "{line:?} was answered {} times: {answers:?}",
-            answers.len()
-        );
-        for answer in &answers {
-            assert_id_less_error(answer, line);
+        match (expected, answers.as_slice()) {
+            (None, []) => {}
+            (Some((code, id)), [answer]) => {
+                check_json_rpc(answer);
+                assert_eq!(answer["error"]["code"], json!(code), "{line:?} → {answer}");
+                assert_eq!(&answer["id"], id, "{line:?} → {answer}");
+                let message = answer["error"]["message"].as_str().unwrap_or_default();
+                assert!(message.len() > 15, "{line:?}: say what is wrong: {answer}");
+            }
+            _ => panic!("{line:?} expected {expected:?}, was answered {answers:?}"),
         }
     }
     server.assert_still_serves().await;
     let rest = server.finish().await;
     assert!(rest.is_empty(), "unexpected messages: {rest:?}");
+}
+
+#[tokio::test]
+async fn a_second_initialize_is_refused_and_changes_nothing() {
+    let mut server = Raw::start().await;
+    let id = json!(server.fresh_id());
+    server
+        .send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "impostor", "version": "9"}}})
+            .to_string(),
+        )
+        .await;
+    let reply = server.reply(&id).await;
+    assert_eq!(reply["error"]["code"], json!(-32600), "{reply}");
+    let written = server
+        .call("memory_write", json!({"path": "who.md", "content": "x"}))
+        .await;
+    assert!(tool_result(&written)["isError"] != json!(true), "{written}");
+    let history = server
+        .call("memory_history", json!({"path": "who.md"}))
+        .await;
+    let actor = &tool_result(&history)["structuredContent"]["versions"][0]["actor"];
+    assert!(
+        !actor.as_str().unwrap_or_default().contains("impostor"),
+        "the second initialize re-labelled the actor: {history}"
+    );
+    server.assert_still_serves().await;
 }
 
 #[tokio::test]
@@ -447,8 +515,8 @@ async fn a_10_mb_line_is_refused_without_a_hang() {
 
 #[tokio::test]
 async fn a_line_beyond_the_transport_cap_is_dropped_without_harm() {
-    // rmcp's stdio transport discards lines over 16 MiB unread (bounded memory); the
-    // server must survive that and write nothing.
+    // The transport drops a line over 16 MiB unread (bounded memory) and says so with an
+    // invalid-request error; the server must survive that and write nothing.
     let mut server = Raw::start().await;
     let content = "y".repeat(17 * 1024 * 1024);
     let request = json!({

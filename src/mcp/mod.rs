@@ -2,6 +2,7 @@
 //! the conversion of library results and errors into tool results. Serves over stdio;
 //! stdout carries JSON-RPC only.
 
+mod framing;
 mod output;
 mod params;
 mod schema;
@@ -9,11 +10,12 @@ mod stdio;
 mod tools;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation,
-    ServerCapabilities, ServerConfig,
+    InitializeRequestParams, InitializeResult, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
@@ -30,6 +32,8 @@ const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"
 pub struct MemdirServer {
     memdir: Arc<Memdir>,
     tool_router: ToolRouter<Self>,
+    /// Whether this connection's `initialize` has been answered.
+    initialized: Arc<AtomicBool>,
 }
 
 impl MemdirServer {
@@ -43,6 +47,7 @@ impl MemdirServer {
         MemdirServer {
             memdir: Arc::new(memdir),
             tool_router,
+            initialized: Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -107,6 +112,23 @@ impl ServerHandler for MemdirServer {
             .with_instructions(self.instructions())
     }
 
+    /// The handshake happens once per connection: a second `initialize` is refused, so a
+    /// confused client cannot re-label the history's actor or renegotiate mid-session.
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.initialized.swap(true, Ordering::AcqRel) {
+            return Err(ErrorData::invalid_request(
+                "already initialized: `initialize` is accepted once per connection",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
     /// rmcp hands a request here when it knows no method by that name, and also when a
     /// standard method's params do not parse (e.g. `tools/call` with `arguments: "x"`):
     /// the first is "method not found", the second "invalid params".
@@ -116,10 +138,15 @@ impl ServerHandler for MemdirServer {
         _context: RequestContext<RoleServer>,
     ) -> impl Future<Output = Result<CustomResult, ErrorData>> + Send + '_ {
         let method = request.method;
-        let error = if STANDARD_METHODS.contains(&method.as_str()) {
+        let error = if method == "tools/call" {
+            ErrorData::invalid_params(
+                "invalid params for `tools/call`: send {\"name\": <tool name>, \"arguments\": {...}}",
+                None,
+            )
+        } else if STANDARD_METHODS.contains(&method.as_str()) {
             ErrorData::invalid_params(
                 format!(
-                    "invalid params for `{method}`; for tools/call send {{\"name\": <tool name>, \"arguments\": {{...}}}}"
+                    "invalid params for `{method}`: they do not have the shape the MCP specification gives this method"
                 ),
                 None,
             )
@@ -202,7 +229,9 @@ where
         }
         memdir.warm_indexes();
     });
-    let service = server.serve(transport).await?;
+    let service = server
+        .serve(framing::LineTransport::new(transport.0, transport.1))
+        .await?;
     service.waiting().await?;
     Ok(())
 }

@@ -1,0 +1,365 @@
+//! Newline-delimited JSON-RPC over a byte stream pair, answering every malformed message.
+//!
+//! rmcp's own stdio transport drops a line that is not JSON (or is too long) without a
+//! word, and answers well-formed JSON that is not a valid message with an error that has
+//! no `id`: in both cases a client waits forever for the reply to a request it sent.
+//! This transport reads the lines itself and answers as JSON-RPC 2.0 says:
+//!
+//! - not JSON (or not UTF-8): `-32700 Parse error`, `id: null`;
+//! - a line over the length limit: `-32600`, `id: null` (its `id` is not read);
+//! - JSON that is not a message: `-32600 Invalid request` naming what is wrong, or
+//!   `-32602 Invalid params` for a known request shape whose `params` do not parse; with
+//!   the request's `id` when it is a string or an integer, `null` otherwise;
+//! - nothing for a malformed notification (a `method` and no `id`) or response: JSON-RPC
+//!   never answers those, which also keeps two peers from answering each other's errors
+//!   forever; blank lines are skipped.
+//!
+//! Every answer is also logged on stderr at `warn`. Replies are whole lines written under
+//! one lock, so an error answer never lands inside another message.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::Mutex;
+
+/// Longest line read (as rmcp's transport): a longer one is answered and skipped, never
+/// buffered whole.
+pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const INVALID_PARAMS: i64 = -32602;
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The server side of a JSON-RPC connection over `read` and `write`.
+pub struct LineTransport<R, W> {
+    read: BufReader<R>,
+    /// The line being read; kept across a cancelled `receive`.
+    line: Vec<u8>,
+    /// Dropping the rest of a line that went over `MAX_LINE`.
+    discarding: bool,
+    /// Error answers not yet written, and how much of the first was.
+    replies: VecDeque<Vec<u8>>,
+    written: usize,
+    write: Arc<Mutex<Option<W>>>,
+}
+
+enum LineRead {
+    Line,
+    Oversized,
+    End,
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    pub fn new(read: R, write: W) -> Self {
+        LineTransport {
+            read: BufReader::new(read),
+            line: Vec::new(),
+            discarding: false,
+            replies: VecDeque::new(),
+            written: 0,
+            write: Arc::new(Mutex::new(Some(write))),
+        }
+    }
+
+    /// Reads up to the next newline into `self.line`, never holding more than `MAX_LINE`
+    /// bytes. Cancellation-safe: bytes are consumed from the buffer only together with
+    /// their copy into `self.line`, with no await in between.
+    async fn read_line(&mut self) -> LineRead {
+        loop {
+            let (taken, ended) = {
+                let available = match self.read.fill_buf().await {
+                    Ok(available) => available,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot read stdin");
+                        return LineRead::End;
+                    }
+                };
+                if available.is_empty() {
+                    return LineRead::End;
+                }
+                let newline = available.iter().position(|&b| b == b'\n');
+                let take = newline.map_or(available.len(), |i| i + 1);
+                if !self.discarding {
+                    if self.line.len() + take > MAX_LINE {
+                        self.line.clear();
+                        self.discarding = true;
+                    } else {
+                        self.line.extend_from_slice(&available[..take]);
+                    }
+                }
+                (take, newline.is_some())
+            };
+            self.read.consume(taken);
+            if ended {
+                if self.discarding {
+                    self.discarding = false;
+                    return LineRead::Oversized;
+                }
+                return LineRead::Line;
+            }
+        }
+    }
+
+    /// Writes the queued error answers. Cancellation-safe: progress is kept in `self`.
+    async fn flush_replies(&mut self) -> std::io::Result<()> {
+        while let Some(reply) = self.replies.front() {
+            let mut guard = self.write.lock().await;
+            let Some(out) = guard.as_mut() else {
+                return Err(std::io::ErrorKind::NotConnected.into());
+            };
+            while self.written < reply.len() {
+                let n = out.write(&reply[self.written..]).await?;
+                if n == 0 {
+                    return Err(std::io::ErrorKind::WriteZero.into());
+                }
+                self.written += n;
+            }
+            out.flush().await?;
+            drop(guard);
+            self.written = 0;
+            self.replies.pop_front();
+        }
+        Ok(())
+    }
+
+    fn answer(&mut self, id: Value, code: i64, message: String) {
+        tracing::warn!(code, %id, "{message}");
+        let reply = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": code, "message": message},
+        });
+        let mut bytes = reply.to_string().into_bytes();
+        bytes.push(b'\n');
+        self.replies.push_back(bytes);
+    }
+}
+
+impl<R, W> Transport<RoleServer> for LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let write = Arc::clone(&self.write);
+        async move {
+            let mut bytes = serde_json::to_vec(&item)?;
+            bytes.push(b'\n');
+            let mut guard = write.lock().await;
+            let out = guard
+                .as_mut()
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))?;
+            out.write_all(&bytes).await?;
+            out.flush().await
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            if !self.replies.is_empty() && self.flush_replies().await.is_err() {
+                return None;
+            }
+            match self.read_line().await {
+                LineRead::Line => {}
+                LineRead::Oversized => {
+                    self.answer(
+                        Value::Null,
+                        INVALID_REQUEST,
+                        format!(
+                            "Invalid request: a message longer than {} MiB was dropped unread",
+                            MAX_LINE >> 20
+                        ),
+                    );
+                    continue;
+                }
+                LineRead::End => {
+                    // A last request without its newline is still served.
+                    if self.line.is_empty() {
+                        return None;
+                    }
+                }
+            }
+            let line = std::mem::take(&mut self.line);
+            let text = trim(&line);
+            if text.is_empty() {
+                continue;
+            }
+            match decode(text) {
+                Ok(Some(message)) => {
+                    self.line = reuse(line);
+                    return Some(message);
+                }
+                Ok(None) => {}
+                Err((id, code, message)) => self.answer(id, code, message),
+            }
+            self.line = reuse(line);
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        let _ = self.flush_replies().await;
+        if let Some(mut out) = self.write.lock().await.take() {
+            out.flush().await?;
+        }
+        Ok(())
+    }
+}
+
+/// The buffer emptied, keeping its allocation unless a huge line grew it.
+fn reuse(mut line: Vec<u8>) -> Vec<u8> {
+    line.clear();
+    if line.capacity() > 1 << 20 {
+        line.shrink_to(1 << 16);
+    }
+    line
+}
+
+/// A line without its leading byte-order mark and surrounding white space (a blank line
+/// is skipped, as between messages).
+fn trim(line: &[u8]) -> &[u8] {
+    line.strip_prefix(BOM).unwrap_or(line).trim_ascii()
+}
+
+/// One line as a message; `Ok(None)` for one to ignore quietly (a malformed notification,
+/// or a reply to a request this server never sent); `Err` with the answer otherwise.
+#[allow(clippy::type_complexity)]
+fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i64, String)> {
+    let shape_error = match serde_json::from_slice(text) {
+        Ok(message) => return Ok(Some(message)),
+        Err(e) => e,
+    };
+    let value: Value = serde_json::from_slice(text).map_err(|e| {
+        (
+            Value::Null,
+            PARSE_ERROR,
+            format!("Parse error: the line is not JSON ({e})"),
+        )
+    })?;
+    let object = match value {
+        Value::Object(object) => object,
+        Value::Array(_) => {
+            return Err((
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid request: batches are not supported; send one JSON-RPC message per line"
+                    .into(),
+            ));
+        }
+        _ => {
+            return Err((
+                Value::Null,
+                INVALID_REQUEST,
+                "Invalid request: a message must be a JSON object".into(),
+            ));
+        }
+    };
+    let method = object.get("method");
+    if method.is_none() && (object.contains_key("result") || object.contains_key("error")) {
+        tracing::debug!(error = %shape_error, "ignored a malformed response");
+        return Ok(None);
+    }
+    let Some(id) = object.get("id") else {
+        if method.is_some_and(Value::is_string) {
+            tracing::debug!(error = %shape_error, "ignored a malformed notification");
+            return Ok(None);
+        }
+        return Err((
+            Value::Null,
+            INVALID_REQUEST,
+            "Invalid request: a request needs a string `method` and an `id`".into(),
+        ));
+    };
+    // Echoed when it is an id at all; rmcp takes strings and 64-bit signed integers.
+    let reply_id = if id.is_string() || id.is_i64() || id.is_u64() {
+        id.clone()
+    } else {
+        Value::Null
+    };
+    let id_ok = id.is_string() || id.is_i64();
+    let invalid = |why: &str| {
+        Err((
+            reply_id.clone(),
+            INVALID_REQUEST,
+            format!("Invalid request: {why}"),
+        ))
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid("`jsonrpc` must be \"2.0\"");
+    }
+    if !id_ok {
+        return invalid("`id` must be a string or an integer from -2^63 to 2^63-1");
+    }
+    let Some(method) = method.and_then(Value::as_str) else {
+        return invalid("`method` must be a string");
+    };
+    tracing::debug!(error = %shape_error, method, "params do not parse");
+    let hint = if method == "tools/call" {
+        "send {\"name\": <tool name>, \"arguments\": {...}}"
+    } else {
+        "they do not have the shape the MCP specification gives this method"
+    };
+    Err((
+        reply_id,
+        INVALID_PARAMS,
+        format!("Invalid params for `{method}`: {hint}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(line: &str) -> (Value, i64, String) {
+        match decode(line.as_bytes()) {
+            Err(answer) => answer,
+            Ok(m) => panic!("{line} decoded: {}", m.is_some()),
+        }
+    }
+
+    #[test]
+    fn malformed_lines_get_the_json_rpc_error_they_call_for() {
+        assert_eq!(answer("{\"jsonrpc\":").1, PARSE_ERROR);
+        assert_eq!(answer("not json").0, Value::Null);
+        let (id, code, _) = answer(r#"{"jsonrpc":"2.0","id":4,"method":"ping","params":[1]}"#);
+        assert_eq!((id, code), (json!(4), INVALID_PARAMS));
+        let (id, code, _) = answer(r#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#);
+        assert_eq!((id, code), (json!("a"), INVALID_REQUEST));
+        let (id, code, _) = answer(r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#);
+        assert_eq!((id, code), (Value::Null, INVALID_REQUEST));
+        assert_eq!(
+            answer(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#).1,
+            INVALID_REQUEST
+        );
+        assert_eq!(answer("42").1, INVALID_REQUEST);
+    }
+
+    #[test]
+    fn valid_messages_and_malformed_notifications_are_not_answered() {
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Ok(Some(_))
+        ));
+        assert!(matches!(
+            decode(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":7}"#),
+            Ok(None)
+        ));
+        // A reply to a request this server never sent.
+        assert!(decode(br#"{"jsonrpc":"2.0","id":9,"result":7}"#).is_ok());
+    }
+}
