@@ -23,7 +23,7 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
     let rest = rest
         .strip_prefix("\r\n")
         .or_else(|| rest.strip_prefix('\n'))?;
-    let head = &rest[..floor_boundary(rest, MAX_BLOCK_BYTES)];
+    let head = &rest[..crate::text::floor_char_boundary(rest, MAX_BLOCK_BYTES)];
     let mut end = None;
     let mut offset = 0;
     for line in head.split_inclusive('\n') {
@@ -67,14 +67,6 @@ fn scalar(y: &Yaml) -> Option<String> {
         Yaml::Boolean(b) => Some(b.to_string()),
         _ => None,
     }
-}
-
-fn floor_boundary(s: &str, max: usize) -> usize {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    end
 }
 
 #[cfg(test)]

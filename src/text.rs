@@ -22,6 +22,15 @@ pub fn lines(text: &str) -> Vec<&str> {
     text.lines().collect()
 }
 
+/// The largest index at most `max` (and at most `s.len()`) that starts a character.
+pub fn floor_char_boundary(s: &str, max: usize) -> usize {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    end
+}
+
 /// One numbered line: the number right-aligned in 6 columns, a TAB, the line.
 pub fn numbered_line(out: &mut String, number: usize, line: &str) {
     let _ = write!(out, "{number:>6}\t{line}");

@@ -485,6 +485,11 @@ async fn lists_with_prefix_depth_and_cursor() {
         .await;
     assert_eq!(page2["entries"][0]["path"], "/memories/top.md");
     assert!(page2.get("next_cursor").is_none());
+    // A cursor that no page gave is refused, not answered with an empty page.
+    for bad in ["garbage!!", "/elsewhere/a.md", "/memoriesX/a.md"] {
+        let e = s.err("memory_list", json!({"cursor": bad})).await;
+        assert!(e.contains("cursor"), "{bad}: {e}");
+    }
 
     let stores = s.ok("memory_list", json!({"path": "/", "depth": 1})).await;
     assert_eq!(stores["entries"][0]["path"], "/memories/");
@@ -543,6 +548,35 @@ async fn reads_paginate_within_the_budget() {
         )
         .await;
     assert!(e.contains("500 lines"), "{e}");
+
+    // One line longer than the budget: its head is shown, and the text says so.
+    let line = "0123456789".repeat(2_000);
+    let one = format!("{line}\nsecond\n");
+    s.ok("memory_write", json!({"path": "one.md", "content": one}))
+        .await;
+    let r = s.call("memory_read", json!({"path": "one.md"})).await;
+    assert!(r.text.len() <= 4096, "{}", r.text.len());
+    assert_eq!(r.structured["truncated"], true);
+    assert_eq!(r.structured["end_line"], 1);
+    let head = r.structured["content"].as_str().unwrap();
+    assert!(!head.is_empty() && line.starts_with(head), "{head}");
+    assert!(r.text.contains("Line 1 is 20000 bytes"), "{}", r.text);
+    assert!(r.text.contains("view_range [2, -1]"), "{}", r.text);
+
+    // A version's content is held to the budget too.
+    let h = s.ok("memory_history", json!({"path": "long.md"})).await;
+    let version = h["versions"][0]["version"].as_u64().unwrap();
+    let v = s
+        .call(
+            "memory_history",
+            json!({"path": "long.md", "version": version}),
+        )
+        .await;
+    assert!(v.text.len() <= 4096, "{}", v.text.len());
+    assert_eq!(v.structured["content_truncated"], true);
+    let head = v.structured["content"].as_str().unwrap();
+    assert!(head.len() > 1000 && content.starts_with(head), "{head}");
+    assert!(v.text.contains("restore_version"), "{}", v.text);
     s.stop().await;
 }
 

@@ -271,10 +271,14 @@ pub struct HistoryOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub next_cursor: Option<String>,
-    /// With `version`: that version's content.
+    /// With `version`: that version's content (its head, when it does not fit the result
+    /// budget).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub content: Option<String>,
+    /// `content` is only the head of the version's content.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_truncated: bool,
 }
 
 impl From<Version> for VersionOut {
@@ -304,6 +308,7 @@ impl From<HistoryResult> for HistoryOut {
             versions: r.versions.into_iter().map(VersionOut::from).collect(),
             next_cursor: r.next_cursor,
             content: r.content,
+            content_truncated: r.content_truncated,
         }
     }
 }

@@ -459,11 +459,17 @@ mod render {
             );
         }
         if let Some(content) = &out.content {
-            let _ = write!(
-                s,
-                "Content of version {}:\n{content}",
-                out.versions[0].version
-            );
+            let v = &out.versions[0];
+            let _ = write!(s, "Content of version {}:\n{content}", v.version);
+            if out.content_truncated {
+                let _ = write!(
+                    s,
+                    "\n[Showing the first {} of {} bytes of version {}: the rest does not fit in one result. To see it all, restore it to a new path (memory_write with restore_version) and page through it with memory_read view_range.]",
+                    content.len(),
+                    v.size_bytes,
+                    v.version
+                );
+            }
         }
         if let Some(c) = &out.next_cursor {
             let _ = writeln!(

@@ -40,9 +40,15 @@ pub struct Version {
 pub struct HistoryResult {
     pub versions: Vec<Version>,
     pub next_cursor: Option<String>,
-    /// With `version`: that version's content (none for a redacted version).
+    /// With `version`: that version's content (none for a redacted version), or its head
+    /// when the whole does not fit the result budget.
     pub content: Option<String>,
+    /// `content` is only the head of the version's content.
+    pub content_truncated: bool,
 }
+
+/// Bytes of the result budget kept for a version's metadata line and notes.
+const VERSION_NOTE_ROOM: usize = 1024;
 
 impl Memdir {
     pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
@@ -111,6 +117,7 @@ impl Memdir {
                 .flatten(),
             versions: out,
             content: None,
+            content_truncated: false,
         })
     }
 
@@ -122,16 +129,32 @@ impl Memdir {
             .ok_or_else(|| {
                 Error::InvalidArgument(format!("/{} has no version {version}", store.name))
             })?;
-        let content = if record.redacted {
+        let mut content = if record.redacted {
             None
         } else {
             self.history_content(scope.store, &record.sha256)?
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
         };
+        // Within the result budget: the head of the content, cut after a whole line when
+        // one ends in its second half.
+        let room = self
+            .settings
+            .result_budget
+            .saturating_sub(VERSION_NOTE_ROOM);
+        let content_truncated = content.as_ref().is_some_and(|c| c.len() > room);
+        if let Some(c) = content.as_mut().filter(|_| content_truncated) {
+            let cut = crate::text::floor_char_boundary(c, room);
+            let cut = match c[..cut].rfind('\n') {
+                Some(nl) if nl >= cut / 2 => nl + 1,
+                _ => cut,
+            };
+            c.truncate(cut);
+        }
         Ok(HistoryResult {
             versions: vec![shown(scope, record)],
             next_cursor: None,
             content,
+            content_truncated,
         })
     }
 

@@ -86,6 +86,22 @@ impl Memdir {
         rows.sort_by(|a, b| a.canonical.cmp(&b.canonical));
         let total = rows.len();
         let after = req.cursor.unwrap_or("");
+        // A cursor is the last path of the previous page: it lies in what is listed.
+        if req.cursor.is_some() {
+            let inside = roots.iter().any(|root| {
+                let top = root.canonical();
+                let top = top.trim_end_matches('/');
+                after == top
+                    || after
+                        .strip_prefix(top)
+                        .is_some_and(|rest| rest.starts_with('/'))
+            });
+            if !inside {
+                return Err(Error::InvalidArgument(format!(
+                    "invalid cursor {after:?}: pass the next_cursor of the previous memory_list page, with the same path"
+                )));
+            }
+        }
         let mut entries = Vec::new();
         let mut used = 0usize;
         let mut next_cursor = None;

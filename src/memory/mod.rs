@@ -190,6 +190,9 @@ impl Memdir {
         let budget = self.settings.result_budget;
         let mut last = start.saturating_sub(1);
         let mut body = String::new();
+        // The first line alone may not fit (one long line of minified JSON, say): then
+        // only its head is shown, and `content` holds just that head.
+        let mut cut_line = None;
         for n in start..=end {
             let line = all[n - 1].strip_suffix('\n').unwrap_or(all[n - 1]);
             let line = line.strip_suffix('\r').unwrap_or(line);
@@ -198,21 +201,40 @@ impl Memdir {
                 body.push('\n');
             }
             text::numbered_line(&mut body, n, line);
-            if rendered.len() + body.len() > budget && n > start {
+            if rendered.len() + body.len() > budget {
                 body.truncate(before);
+                if n > start {
+                    break;
+                }
+                let room = budget.saturating_sub(rendered.len() + LONG_LINE_NOTE_ROOM);
+                let head = &line[..text::floor_char_boundary(line, room)];
+                text::numbered_line(&mut body, n, head);
+                cut_line = Some((n, line.len(), head.len()));
+                last = n;
                 break;
             }
             last = n;
         }
-        let truncated = last < end;
+        let truncated = last < end || cut_line.is_some();
         rendered.push_str(&body);
-        if truncated {
+        if let Some((n, len, shown)) = cut_line {
+            rendered.push_str(&format!(
+                "\n[Line {n} is {len} bytes, longer than one result can hold: only its first {shown} bytes are shown.{} To change it, use memory_edit with old_str taken from the part shown.]",
+                if n < end {
+                    format!(" The next lines continue with view_range [{}, -1].", n + 1)
+                } else {
+                    String::new()
+                }
+            ));
+        } else if truncated {
             rendered.push_str(&format!(
                 "\n[Showing lines {start}-{last} of {total}: the rest did not fit in one result. Continue with view_range [{}, -1].]",
                 last + 1
             ));
         }
-        let content = if start == 1 && last == total {
+        let content = if let Some((n, _, shown)) = cut_line {
+            all[n - 1][..shown].to_owned()
+        } else if start == 1 && last == total {
             cur.text.clone()
         } else {
             all[start.saturating_sub(1).min(last)..last].concat()
@@ -237,6 +259,9 @@ impl Memdir {
         frontmatter::parse(text)
     }
 }
+
+/// Bytes kept free for the note that follows a line cut to fit the result budget.
+const LONG_LINE_NOTE_ROOM: usize = 400;
 
 /// Turns an optional `[start, end]` (1-based, inclusive, `-1` = to the end) into a range
 /// of existing lines. An empty file reads as the empty range `1..=0`.
