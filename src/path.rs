@@ -231,9 +231,12 @@ fn forbidden_char(c: char) -> Option<&'static str> {
         '\\' => Some("`\\` is not a separator here and is not allowed"),
         ':' => Some("`:` is not allowed (drive letters, streams and URLs are not paths)"),
         '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => Some("control characters are not allowed"),
-        // Characters that render like `/` or `\`.
-        '\u{2044}' | '\u{2215}' | '\u{2571}' | '\u{2572}' | '\u{29f5}' | '\u{29f8}'
-        | '\u{29f9}' | '\u{fe68}' | '\u{ff0f}' | '\u{ff3c}' | '\u{3033}' | '\u{3035}' => {
+        // Characters that render like `/` or `\` (Unicode's confusables for both, less the
+        // kana and ideographs that are ordinary letters in Japanese and Chinese names).
+        '\u{1735}' | '\u{2041}' | '\u{2044}' | '\u{2215}' | '\u{2216}' | '\u{2571}'
+        | '\u{2572}' | '\u{27cb}' | '\u{27cd}' | '\u{29f5}' | '\u{29f8}' | '\u{29f9}'
+        | '\u{2f03}' | '\u{3033}' | '\u{3035}' | '\u{31d3}' | '\u{31d4}' | '\u{fe68}'
+        | '\u{ff0f}' | '\u{ff3c}' | '\u{1d20f}' | '\u{1d23a}' | '\u{1d23b}' => {
             Some("look-alike slash characters are not allowed")
         }
         '\u{fffd}' => {
@@ -348,6 +351,13 @@ mod tests {
             "/memories/a\u{202e}b",
             "/memories/a\u{2215}b",
             "/memories/a\u{ff0f}b",
+            "/memories/a\u{2216}b",
+            "/memories/a\u{27cb}b",
+            "/memories/a\u{27cd}b",
+            "/memories/a\u{1735}b",
+            "/memories/a\u{2f03}b",
+            "/memories/a\u{31d3}b",
+            "/memories/a\u{31d4}b",
             "/memories/CON",
             "/memories/nul.txt",
             "/memories/com1",
