@@ -11,7 +11,14 @@ pub struct Edited {
     pub text: String,
     pub first_line: usize,
     pub last_line: usize,
+    /// Each changed place as a range of lines, in order (one for all but `replace_all`).
+    pub changed: Vec<(usize, usize)>,
 }
+
+/// Line numbers listed in an error before the rest are only counted.
+const LISTED_LINES: usize = 20;
+/// Characters of `old_str` quoted back in an error.
+const QUOTED_CHARS: usize = 200;
 
 /// Replaces `old` by `new`. `old` must occur exactly once unless `replace_all`;
 /// occurrences are counted over the whole text, so a multi-line `old` works.
@@ -24,38 +31,66 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
     let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
     match starts.len() {
         0 => Err(Error::edit(format!(
-            "No replacement was performed, old_str `{old}` did not appear verbatim in {path}. Read the memory and copy the exact text, including whitespace."
+            "No replacement was performed, old_str `{}` did not appear verbatim in {path}. Read the memory and copy the exact text, including whitespace.",
+            quoted(old)
         ))),
         n if n > 1 && !replace_all => {
-            let lines: Vec<String> = starts
+            let newlines = newline_offsets(text);
+            let mut lines: Vec<String> = starts
                 .iter()
-                .map(|&i| line_of(text, i).to_string())
+                .take(LISTED_LINES)
+                .map(|&i| line_at(&newlines, i).to_string())
                 .collect();
+            if n > LISTED_LINES {
+                lines.push(format!("… ({n} occurrences in all)"));
+            }
             Err(Error::edit(format!(
-                "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
+                "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
+                quoted(old),
                 lines.join(", ")
             )))
         }
         _ => {
-            let first_line = line_of(text, starts[0]);
             let new_text = text.replace(old, new);
-            // Where the last replacement ends in the new text.
+            let newlines = newline_offsets(&new_text);
+            // Where each replacement lies in the new text.
             let shift = new.len() as isize - old.len() as isize;
-            let last_start =
-                starts[starts.len() - 1] as isize + shift * (starts.len() as isize - 1);
-            let last_end = (last_start + new.len() as isize) as usize;
-            let last_line = line_of(
-                &new_text,
-                last_end.saturating_sub(1).max(last_start as usize),
-            )
-            .max(first_line);
+            let changed: Vec<(usize, usize)> = starts
+                .iter()
+                .enumerate()
+                .map(|(k, &start)| {
+                    let at = (start as isize + shift * k as isize) as usize;
+                    let end = (at + new.len()).saturating_sub(1).max(at);
+                    let first = line_at(&newlines, at);
+                    (first, line_at(&newlines, end).max(first))
+                })
+                .collect();
             Ok(Edited {
                 text: new_text,
-                first_line,
-                last_line,
+                first_line: changed[0].0,
+                last_line: changed[changed.len() - 1].1,
+                changed,
             })
         }
     }
+}
+
+/// `old_str` as quoted back in an error: whole, or its head when long.
+fn quoted(old: &str) -> String {
+    match old.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{}…", &old[..cut]),
+        None => old.to_owned(),
+    }
+}
+
+/// Byte offsets of every `\n` in `text`.
+fn newline_offsets(text: &str) -> Vec<usize> {
+    text.match_indices('\n').map(|(i, _)| i).collect()
+}
+
+/// 1-based line number of byte `offset`, given the text's newline offsets.
+fn line_at(newlines: &[usize], offset: usize) -> usize {
+    newlines.partition_point(|&nl| nl < offset) + 1
 }
 
 /// Inserts `insert` as whole lines after line `after` (0 = before the first line).
@@ -84,6 +119,7 @@ pub fn insert(text: &str, after: i64, insert: &str) -> Result<Edited> {
         text: out,
         first_line: after + 1,
         last_line: after + added,
+        changed: vec![(after + 1, after + added)],
     })
 }
 
@@ -100,27 +136,54 @@ pub fn append(text: &str, tail: &str) -> Edited {
         text: out,
         first_line,
         last_line,
+        changed: vec![(first_line, last_line)],
     }
 }
 
-/// Numbered lines of `text` from 2 before `first` to 2 after `last`.
-pub fn snippet(text: &str, first: usize, last: usize) -> String {
+/// Numbered lines of `text` around each changed range (2 lines of context on each side;
+/// windows that touch are merged, others separated by a `...` line), at most `budget`
+/// bytes: past that, a note says how many changed places are not shown.
+pub fn snippet(text: &str, changed: &[(usize, usize)], budget: usize) -> String {
     let all = text::lines(text);
     if all.is_empty() {
         return String::new();
     }
-    let from = first.saturating_sub(2).max(1);
-    let to = (last + 2).min(all.len());
-    text::numbered(&all, from.min(to), to)
-}
-
-/// 1-based line number of byte `offset`.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    let mut windows: Vec<(usize, usize)> = Vec::new();
+    for &(first, last) in changed {
+        let from = first.saturating_sub(2).max(1);
+        let to = (last + 2).min(all.len());
+        match windows.last_mut() {
+            Some(w) if from <= w.1 + 1 => w.1 = w.1.max(to),
+            _ => windows.push((from.min(to), to)),
+        }
+    }
+    let mut out = String::new();
+    for (i, &(from, to)) in windows.iter().enumerate() {
+        let part = text::numbered(&all, from, to);
+        let sep = if i == 0 { "" } else { "\n...\n" };
+        if i > 0 && out.len() + sep.len() + part.len() > budget {
+            let left = changed
+                .iter()
+                .filter(|&&(first, _)| first > windows[i - 1].1)
+                .count();
+            out.push_str(&format!(
+                "\n[... {left} more changed place{} not shown: read the memory to see them]",
+                if left == 1 { "" } else { "s" }
+            ));
+            break;
+        }
+        out.push_str(sep);
+        if part.len() > budget {
+            // One window alone is too long (long lines): its head, cut after a line.
+            let cut = text::floor_char_boundary(&part, budget);
+            let cut = part[..cut].rfind('\n').unwrap_or(cut);
+            out.push_str(&part[..cut]);
+            out.push_str("\n[... the rest of the change is not shown: read the memory to see it]");
+            break;
+        }
+        out.push_str(&part);
+    }
+    out
 }
 
 /// Byte offset where line `n + 1` starts (the end of the text if there is none).
@@ -196,9 +259,12 @@ mod tests {
     fn snippets_show_two_lines_of_context() {
         let t = "1\n2\n3\n4\n5\n6\n7\n";
         assert_eq!(
-            snippet(t, 4, 4),
+            snippet(t, &[(4, 4)], 1000),
             "     2\t2\n     3\t3\n     4\t4\n     5\t5\n     6\t6"
         );
-        assert_eq!(snippet(t, 1, 1), "     1\t1\n     2\t2\n     3\t3");
+        assert_eq!(
+            snippet(t, &[(1, 1)], 1000),
+            "     1\t1\n     2\t2\n     3\t3"
+        );
     }
 }

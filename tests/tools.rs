@@ -788,3 +788,138 @@ async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
     assert_eq!(still["total"], 0);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn edit_results_show_each_changed_place_and_stay_within_the_budget() {
+    let sb = Sandbox::new();
+    let s = Server::start(
+        &[
+            "--root",
+            sb.store().to_str().unwrap(),
+            "--result-budget",
+            "4096",
+        ],
+        &[],
+    )
+    .await;
+    // Two matches far apart: two windows of context, not every line between them.
+    let text: String = (1..=32)
+        .map(|i| {
+            if i == 1 || i == 32 {
+                "match\n".to_owned()
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect();
+    s.ok("memory_write", json!({"path": "two.md", "content": text}))
+        .await;
+    let r = s
+        .ok(
+            "memory_edit",
+            json!({"path": "two.md", "old_str": "match", "new_str": "MATCH", "replace_all": true}),
+        )
+        .await;
+    let snippet = r["snippet"].as_str().unwrap();
+    let numbers: Vec<&str> = snippet
+        .lines()
+        .filter_map(|l| l.split('\t').next())
+        .map(str::trim)
+        .collect();
+    assert_eq!(
+        numbers,
+        ["1", "2", "3", "...", "30", "31", "32"],
+        "{snippet}"
+    );
+
+    // Thousands of changed lines in a row: the snippet stops at the budget and says so.
+    let many = "ab\n".repeat(30_000);
+    s.ok("memory_write", json!({"path": "many.md", "content": many}))
+        .await;
+    let r = s
+        .call(
+            "memory_edit",
+            json!({"path": "many.md", "old_str": "a", "new_str": "c", "replace_all": true}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    assert!(r.text.len() <= 4096, "{} bytes", r.text.len());
+    assert!(r.text.contains("not shown: read the memory"), "{}", r.text);
+
+    // An ambiguous old_str found thousands of times: the error lists a few lines.
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "many.md", "old_str": "cb", "new_str": "x"}),
+        )
+        .await;
+    assert!(e.len() < 1000, "{} bytes: {e}", e.len());
+    assert!(e.contains("30000 occurrences"), "{e}");
+
+    // A replace_all that would grow the memory past the cap is refused before it is built.
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "many.md", "old_str": "c", "new_str": "x".repeat(10_000), "replace_all": true}),
+        )
+        .await;
+    assert!(e.contains("102400"), "{e}");
+    let after = s
+        .ok(
+            "memory_read",
+            json!({"path": "many.md", "view_range": [1, 1]}),
+        )
+        .await;
+    assert_eq!(after["content"], "cb\n");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn history_pages_and_folder_deletions_stay_within_the_budget() {
+    let sb = Sandbox::new();
+    let s = Server::start(
+        &[
+            "--root",
+            sb.store().to_str().unwrap(),
+            "--result-budget",
+            "4096",
+        ],
+        &[],
+    )
+    .await;
+    let name = |i: usize| format!("folder/a-rather-long-memory-name-for-paging-{i:03}.md");
+    for i in 0..120 {
+        s.ok("memory_write", json!({"path": name(i), "content": "x"}))
+            .await;
+    }
+    // The default limit would list them all; the budget ends the page first.
+    let mut seen = 0;
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"limit": 500});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.call("memory_history", args).await;
+        assert!(!page.is_error, "{}", page.text);
+        assert!(page.text.len() <= 4096, "{} bytes", page.text.len());
+        seen += page.structured["versions"].as_array().unwrap().len();
+        match page.structured.get("next_cursor").and_then(Value::as_str) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, 120, "paging by budget lost or repeated versions");
+
+    let deleted = s.call("memory_delete", json!({"path": "folder"})).await;
+    assert!(!deleted.is_error, "{}", deleted.text);
+    assert_eq!(
+        deleted.structured["deleted_files"]
+            .as_array()
+            .unwrap()
+            .len(),
+        120
+    );
+    assert!(deleted.text.contains("and 20 more"), "{}", deleted.text);
+    s.stop().await;
+}

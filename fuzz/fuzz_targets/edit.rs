@@ -171,7 +171,21 @@ fn compare(what: &str, got: memdir::Result<Edited>, want: Model) {
                 (first, last),
                 "{what}: changed lines differ from the model"
             );
-            let _ = edit::snippet(&e.text, e.first_line, e.last_line);
+            assert!(
+                e.changed.first().map(|c| c.0) == Some(first)
+                    && e.changed.last().map(|c| c.1) == Some(last)
+                    && e.changed.iter().all(|c| c.0 <= c.1)
+                    && e.changed.windows(2).all(|w| w[0].0 <= w[1].0),
+                "{what}: changed places {:?} do not span {first}..={last} in order",
+                e.changed
+            );
+            let budget = 64 + e.text.len() % 4096;
+            let snippet = edit::snippet(&e.text, &e.changed, budget);
+            assert!(
+                snippet.len() <= budget + 120,
+                "{what}: a snippet of {} bytes for a budget of {budget}",
+                snippet.len()
+            );
         }
         (Err(e), Err(fragment)) => {
             let msg = e.to_string();

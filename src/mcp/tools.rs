@@ -522,15 +522,27 @@ mod render {
         )
     }
 
+    /// Files named in the text of a folder deletion; the rest are only counted.
+    const LISTED_DELETIONS: usize = 100;
+
     pub fn delete(out: &DeleteOut) -> String {
         match out.deleted_files.as_slice() {
             [one] if *one == out.path => format!("Deleted {}", out.path),
-            files => format!(
-                "Deleted {} with {} file(s): {}",
-                out.path,
-                files.len(),
-                files.join(", ")
-            ),
+            files => {
+                let mut text = format!(
+                    "Deleted {} with {} file(s): {}",
+                    out.path,
+                    files.len(),
+                    files[..files.len().min(LISTED_DELETIONS)].join(", ")
+                );
+                if files.len() > LISTED_DELETIONS {
+                    text.push_str(&format!(
+                        " and {} more (all are in deleted_files)",
+                        files.len() - LISTED_DELETIONS
+                    ));
+                }
+                text
+            }
         }
     }
 }

@@ -49,6 +49,9 @@ pub struct HistoryResult {
 
 /// Bytes of the result budget kept for a version's metadata line and notes.
 const VERSION_NOTE_ROOM: usize = 1024;
+/// Bytes a listed version takes in the text besides its path(s) and actor (number, time,
+/// operation, size, sha256).
+const VERSION_LINE_BYTES: usize = 130;
 
 impl Memdir {
     pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
@@ -109,8 +112,25 @@ impl Memdir {
             }
         }
         out.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.path.cmp(&b.path)));
-        let more = out.len() > req.limit;
+        let mut more = out.len() > req.limit;
         out.truncate(req.limit);
+        // The page also ends where its text would pass the result budget (at least one
+        // version per page, so paging always moves on).
+        let room = self
+            .settings
+            .result_budget
+            .saturating_sub(VERSION_NOTE_ROOM);
+        let mut used = 0;
+        if let Some(fit) = out.iter().position(|v| {
+            used += VERSION_LINE_BYTES
+                + v.path.len()
+                + v.from.as_ref().map_or(0, String::len)
+                + v.actor.len();
+            used > room
+        }) {
+            more = true;
+            out.truncate(fit.max(1));
+        }
         Ok(HistoryResult {
             next_cursor: more
                 .then(|| out.last().map(|v| v.version.to_string()))

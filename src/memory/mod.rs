@@ -193,6 +193,14 @@ impl Memdir {
         // The first line alone may not fit (one long line of minified JSON, say): then
         // only its head is shown, and `content` holds just that head.
         let mut cut_line = None;
+        // When the selection does not fit whole, room is kept for the note that says
+        // where to continue.
+        let whole: usize = (start..=end).map(|n| all[n - 1].len() + 8).sum();
+        let limit = if rendered.len() + whole <= budget {
+            budget
+        } else {
+            budget.saturating_sub(READ_NOTE_ROOM)
+        };
         for n in start..=end {
             let line = all[n - 1].strip_suffix('\n').unwrap_or(all[n - 1]);
             let line = line.strip_suffix('\r').unwrap_or(line);
@@ -201,12 +209,12 @@ impl Memdir {
                 body.push('\n');
             }
             text::numbered_line(&mut body, n, line);
-            if rendered.len() + body.len() > budget {
+            if rendered.len() + body.len() > limit {
                 body.truncate(before);
                 if n > start {
                     break;
                 }
-                let room = budget.saturating_sub(rendered.len() + LONG_LINE_NOTE_ROOM);
+                let room = limit.saturating_sub(rendered.len());
                 let head = &line[..text::floor_char_boundary(line, room)];
                 text::numbered_line(&mut body, n, head);
                 cut_line = Some((n, line.len(), head.len()));
@@ -260,8 +268,8 @@ impl Memdir {
     }
 }
 
-/// Bytes kept free for the note that follows a line cut to fit the result budget.
-const LONG_LINE_NOTE_ROOM: usize = 400;
+/// Bytes of the result budget kept for the note that ends a cut read.
+const READ_NOTE_ROOM: usize = 400;
 
 /// Turns an optional `[start, end]` (1-based, inclusive, `-1` = to the end) into a range
 /// of existing lines. An empty file reads as the empty range `1..=0`.

@@ -13,6 +13,9 @@ use crate::secrets;
 use crate::store::{EntryKind, WriteMode};
 use crate::text;
 
+/// Bytes of the result budget kept for an edit result's text besides its snippet.
+const SNIPPET_NOTE_ROOM: usize = 1024;
+
 /// `memory_write`'s input.
 #[derive(Debug)]
 pub struct WriteRequest<'a> {
@@ -261,6 +264,21 @@ impl Memdir {
         let canonical = p.canonical();
         let edited = match req.op {
             EditOp::Replace { old, new, all } => {
+                // Refused before it is built: a short old_str found often, with a long
+                // new_str, could otherwise ask for gigabytes.
+                if all && new.len() > old.len() && !old.is_empty() {
+                    let grows =
+                        cur.text.matches(old).count() as u64 * (new.len() - old.len()) as u64;
+                    let size = cur.text.len() as u64 + grows;
+                    let max = self.settings.max_file_bytes;
+                    if size > max {
+                        return Err(Error::TooLarge {
+                            path: canonical,
+                            size,
+                            max,
+                        });
+                    }
+                }
                 edit::replace(&cur.text, &canonical, old, new, all)?
             }
             EditOp::Insert { after_line, text } => edit::insert(&cur.text, after_line, text)?,
@@ -269,10 +287,14 @@ impl Memdir {
         };
         let Edited {
             text: new_text,
-            first_line,
-            last_line,
+            changed,
+            ..
         } = edited;
-        let snippet = edit::snippet(&new_text, first_line, last_line);
+        let snippet_budget = self
+            .settings
+            .result_budget
+            .saturating_sub(SNIPPET_NOTE_ROOM);
+        let snippet = edit::snippet(&new_text, &changed, snippet_budget);
         let new_sha = text::sha256_hex(new_text.as_bytes());
         let unchanged = new_sha == cur.sha256;
         let mut version = None;
