@@ -923,3 +923,52 @@ async fn history_pages_and_folder_deletions_stay_within_the_budget() {
     assert!(deleted.text.contains("and 20 more"), "{}", deleted.text);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn folder_paths_are_refused_as_files_and_hidden_names_are_flagged() {
+    let sb = Sandbox::new();
+    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    // A trailing `/` names a folder: never a file named like the folder.
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "/memories/sub/", "content": "x"}),
+        )
+        .await;
+    assert!(e.contains("names a folder"), "{e}");
+    assert!(!sb.store().join("sub").exists());
+    s.ok("memory_write", json!({"path": "sub/a.md", "content": "x"}))
+        .await;
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "sub/a.md/", "append_text": "y"}),
+        )
+        .await;
+    assert!(e.contains("names a folder"), "{e}");
+    // A folder still moves with its trailing `/`.
+    let moved = s
+        .ok("memory_edit", json!({"path": "sub/", "new_path": "moved"}))
+        .await;
+    assert_eq!(moved["path"], "/memories/moved");
+
+    // A hidden name is kept and readable, and the result says list and search skip it.
+    let r = s
+        .call(
+            "memory_write",
+            json!({"path": ".private/note.md", "content": "x"}),
+        )
+        .await;
+    assert!(!r.is_error, "{}", r.text);
+    assert!(r.text.contains("hidden"), "{}", r.text);
+    let r = s
+        .call(
+            "memory_write",
+            json!({"path": "visible.md", "content": "x"}),
+        )
+        .await;
+    assert!(!r.text.contains("hidden"), "{}", r.text);
+    s.ok("memory_read", json!({"path": ".private/note.md"}))
+        .await;
+    s.stop().await;
+}

@@ -501,15 +501,31 @@ mod render {
             .version
             .map(|v| format!(", version {v}"))
             .unwrap_or_default();
-        format!(
+        let mut text = format!(
             "{verb}: {} ({} bytes, content_sha256 {}{version})",
             out.path, out.size_bytes, out.content_sha256
-        )
+        );
+        text.push_str(hidden_note(&out.path));
+        text
+    }
+
+    /// A note for a memory whose path has a hidden segment (`.name`, `node_modules`):
+    /// it is kept, and readable by its path, but list and search skip it.
+    fn hidden_note(path: &str) -> &'static str {
+        let hidden = path
+            .split('/')
+            .skip(2)
+            .any(|segment| !segment.is_empty() && !crate::store::visible_name(segment));
+        if hidden {
+            "\nNote: a name starting with `.` or a `node_modules` folder is hidden: memory_list and memory_search skip it; memory_read still reads it by its path."
+        } else {
+            ""
+        }
     }
 
     pub fn edit(out: &EditOut) -> String {
         if let Some(from) = &out.renamed_from {
-            return format!("Renamed {from} to {}", out.path);
+            return format!("Renamed {from} to {}{}", out.path, hidden_note(&out.path));
         }
         let head = if out.unchanged {
             "Unchanged (the edit produced the same content)"

@@ -108,7 +108,7 @@ pub struct DeleteResult {
 
 impl Memdir {
     pub fn write(&self, req: &WriteRequest) -> Result<WriteResult> {
-        let p = self.mutable_path(req.path)?;
+        let p = self.file_path(req.path)?;
         self.write_content(
             &p,
             req.content,
@@ -122,7 +122,7 @@ impl Memdir {
     /// was, or elsewhere; the memory may have been deleted since), as a new version.
     pub fn restore(&self, req: &RestoreRequest) -> Result<WriteResult> {
         let version = req.version;
-        let p = self.mutable_path(req.path)?;
+        let p = self.file_path(req.path)?;
         let store = self.store(&p);
         let record = history::records(store)?
             .into_iter()
@@ -250,7 +250,11 @@ impl Memdir {
     }
 
     pub fn edit(&self, req: &EditRequest) -> Result<EditResult> {
-        let p = self.mutable_path(req.path)?;
+        let p = match req.op {
+            // A folder moves too.
+            EditOp::Rename { .. } => self.mutable_path(req.path)?,
+            _ => self.file_path(req.path)?,
+        };
         let expected = req.expected_sha256.map(normalise_sha).transpose()?;
         if let EditOp::Rename { new_path } = req.op {
             return self.rename(&p, new_path, expected.as_deref(), req.actor);
@@ -586,6 +590,18 @@ impl Memdir {
             });
         }
         Ok(p)
+    }
+
+    /// A mutable path that names a file: a trailing `/` (a folder) is refused rather than
+    /// dropped, so `notes/` never becomes a file named `notes`.
+    fn file_path(&self, raw: &str) -> Result<MemPath> {
+        if raw.len() > 1 && raw.ends_with('/') {
+            return Err(Error::invalid_path(
+                raw,
+                "a path ending in `/` names a folder, and this changes a file: drop the `/` and name the file, e.g. `notes/todo.md`",
+            ));
+        }
+        self.mutable_path(raw)
     }
 
     /// Size and credential checks on content about to be stored.
