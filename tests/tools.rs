@@ -972,3 +972,18 @@ async fn folder_paths_are_refused_as_files_and_hidden_names_are_flagged() {
         .await;
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_file_in_the_way_of_the_state_folder_is_named_in_the_error() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store()).unwrap();
+    std::fs::write(sb.store().join(".memdir"), "not a folder").unwrap();
+    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let e = s
+        .err("memory_write", json!({"path": "a.md", "content": "x"}))
+        .await;
+    assert!(e.contains("/memories/.memdir"), "{e}");
+    assert!(!e.contains("does not exist"), "{e}");
+    assert!(!sb.store().join("a.md").exists());
+    s.stop().await;
+}

@@ -89,6 +89,11 @@ impl Store {
     }
 
     fn lock_error(&self, e: std::io::Error) -> Error {
+        // The state folder is made when missing, so "not found" here means something else
+        // is in its way (a file named `.memdir`): say where, not that the store is gone.
+        if super::is_missing(&e) {
+            return Error::io(format!("/{}/{STATE_DIR}", self.name), &e);
+        }
         super::map_io(&MemPath::root(0, &self.name), e)
     }
 }
