@@ -107,10 +107,15 @@ fn model_replace(text: &str, old: &str, new: &str, replace_all: bool) -> Model {
         return Err("did not appear verbatim".into());
     }
     if starts.len() > 1 && !replace_all {
-        let lines: Vec<String> = starts
+        // The first 20 lines are listed, then the count.
+        let mut lines: Vec<String> = starts
             .iter()
+            .take(20)
             .map(|&s| line_at(text, s).to_string())
             .collect();
+        if starts.len() > 20 {
+            lines.push(format!("… ({} occurrences in all)", starts.len()));
+        }
         return Err(format!("lines: {}.", lines.join(", ")));
     }
     let mut out = String::new();
