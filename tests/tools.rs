@@ -987,3 +987,22 @@ async fn a_file_in_the_way_of_the_state_folder_is_named_in_the_error() {
     assert!(!sb.store().join("a.md").exists());
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_search_hit_deep_in_a_long_line_is_shown_around_the_match() {
+    let sb = Sandbox::new();
+    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let line = format!(
+        "{} Needle here {}",
+        "filler ".repeat(2_000),
+        "tail ".repeat(500)
+    );
+    s.ok("memory_write", json!({"path": "long.md", "content": line}))
+        .await;
+    let r = s.ok("memory_search", json!({"query": "needle"})).await;
+    let snippet = r["hits"][0]["snippet"].as_str().unwrap();
+    assert!(snippet.contains("Needle here"), "{snippet}");
+    assert!(snippet.contains('…'), "the cut should show: {snippet}");
+    assert!(snippet.len() < 1_200, "{} bytes", snippet.len());
+    s.stop().await;
+}

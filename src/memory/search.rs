@@ -8,7 +8,7 @@ use super::sync::Progress;
 use crate::error::{Error, Result};
 use crate::index::{Combine, Scope, Stamp};
 use crate::path::{MemPath, Target};
-use crate::search::{DocMatch, Query, Scorer, shown_lines};
+use crate::search::{Clause, DocMatch, Query, Scorer, shown_lines};
 use crate::store::EntryKind;
 use crate::text;
 
@@ -212,7 +212,7 @@ impl Memdir {
                 if !snippet.is_empty() {
                     snippet.push('\n');
                 }
-                text::numbered_line(&mut snippet, n, &clip(l));
+                text::numbered_line(&mut snippet, n, &clip(l, query));
             }
             let hit = SearchHit {
                 path: c.path.canonical(),
@@ -299,12 +299,46 @@ impl Memdir {
     }
 }
 
-/// A line cut to a readable length.
-fn clip(line: &str) -> String {
-    if line.chars().count() <= SNIPPET_LINE_CHARS {
+/// A line cut to a readable length: around the first place a query word appears in it
+/// (compared case-insensitively, character by character), else from its start.
+fn clip(line: &str, query: &Query) -> String {
+    let chars: Vec<char> = line.chars().collect();
+    if chars.len() <= SNIPPET_LINE_CHARS {
         return line.to_owned();
     }
-    let mut s: String = line.chars().take(SNIPPET_LINE_CHARS).collect();
-    s.push('…');
+    let lower: Vec<char> = chars.iter().map(|c| fold(*c)).collect();
+    let found = query
+        .clauses
+        .iter()
+        .filter_map(|c| match c {
+            Clause::Term(w) | Clause::Prefix(w) | Clause::Run(w) => Some(w.as_str()),
+            Clause::Phrase(ws) => ws.first().map(String::as_str),
+        })
+        .filter_map(|w| {
+            let needle: Vec<char> = w.chars().map(fold).collect();
+            (!needle.is_empty())
+                .then(|| lower.windows(needle.len()).position(|win| win == needle))
+                .flatten()
+        })
+        .min();
+    let start = found.map_or(0, |at| at.saturating_sub(SNIPPET_LINE_CHARS / 3));
+    let start = start.min(chars.len() - SNIPPET_LINE_CHARS);
+    let end = start + SNIPPET_LINE_CHARS;
+    let mut s = String::new();
+    if start > 0 {
+        s.push('…');
+    }
+    s.extend(&chars[start..end]);
+    if end < chars.len() {
+        s.push('…');
+    }
     s
+}
+
+/// A character as the index compares it, one for one: lower case, `ё` as `е`.
+fn fold(c: char) -> char {
+    match c.to_lowercase().next().unwrap_or(c) {
+        'ё' => 'е',
+        other => other,
+    }
 }
