@@ -38,8 +38,9 @@ pub struct Options {
     /// Largest memory in bytes.
     #[arg(long, default_value_t = 102_400, value_name = "BYTES", global = true)]
     pub max_file_bytes: u64,
-    /// Largest tool result text in bytes; longer results paginate.
-    #[arg(long, default_value_t = 65_536, value_name = "BYTES", global = true)]
+    /// Largest tool result text in bytes (at least 4096); longer results paginate.
+    #[arg(long, default_value_t = 65_536, value_name = "BYTES", global = true,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..))]
     pub result_budget: usize,
     /// Store content even when it looks like it holds a credential.
     #[arg(long, global = true)]

@@ -174,7 +174,21 @@ pub fn snippet(text: &str, changed: &[(usize, usize)], budget: usize) -> String 
         }
         out.push_str(sep);
         if part.len() > budget {
-            // One window alone is too long (long lines): its head, cut after a line.
+            // One window alone is too long: its head, cut after a line, when that shows
+            // the first changed line; else (long lines of context) the changed lines
+            // alone if they fit, else the head.
+            let (first, last) = changed
+                .iter()
+                .copied()
+                .find(|&(first, _)| first >= from)
+                .unwrap_or((from, to));
+            let reaches_change = text::numbered(&all, from, first).len() <= budget;
+            let bare = text::numbered(&all, first, last.min(to));
+            if !reaches_change && bare.len() <= budget {
+                out.push_str(&bare);
+                out.push_str("\n[... the lines around the change are too long to show: read the memory to see them]");
+                break;
+            }
             let cut = text::floor_char_boundary(&part, budget);
             let cut = part[..cut].rfind('\n').unwrap_or(cut);
             out.push_str(&part[..cut]);

@@ -1006,3 +1006,73 @@ async fn a_search_hit_deep_in_a_long_line_is_shown_around_the_match() {
     assert!(snippet.len() < 1_200, "{} bytes", snippet.len());
     s.stop().await;
 }
+
+#[tokio::test]
+async fn results_for_long_paths_and_long_lines_stay_within_the_default_budget() {
+    let sb = Sandbox::new();
+    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let budget = 65_536;
+    // Paths near the 1,024-byte limit take room in every header.
+    let dir = "d".repeat(200);
+    let long = |tag: &str| format!("{dir}/{dir}/{dir}/{dir}/{tag}{}.md", "n".repeat(180));
+    let a = long("a");
+    let b = long("b");
+    s.ok(
+        "memory_write",
+        json!({"path": a, "content": format!("{}NEEDLE\n", "x".repeat(99_990))}),
+    )
+    .await;
+    let edit = s
+        .call(
+            "memory_edit",
+            json!({"path": a, "old_str": "NEEDLE", "new_str": "NEEDLF"}),
+        )
+        .await;
+    assert!(!edit.is_error, "{}", edit.text);
+    assert!(edit.text.len() <= budget, "edit: {} bytes", edit.text.len());
+    s.ok("memory_edit", json!({"path": a, "new_path": b})).await;
+    let history = s.ok("memory_history", json!({"path": b})).await;
+    let renamed = history["versions"][0]["version"].as_u64().unwrap();
+    let version = s
+        .call("memory_history", json!({"path": b, "version": renamed}))
+        .await;
+    assert!(!version.is_error, "{}", version.text);
+    assert!(
+        version.text.len() <= budget,
+        "version: {} bytes",
+        version.text.len()
+    );
+    assert_eq!(version.structured["content_truncated"], true);
+
+    // A first line that fits with the note is shown whole.
+    let sb2 = Sandbox::new();
+    let small = Server::start(
+        &[
+            "--root",
+            sb2.store().to_str().unwrap(),
+            "--result-budget",
+            "4096",
+        ],
+        &[],
+    )
+    .await;
+    let content = format!("{}END\n{}\n", "y".repeat(3_800), "z".repeat(400));
+    small
+        .ok(
+            "memory_write",
+            json!({"path": "fit.md", "content": content}),
+        )
+        .await;
+    let r = small.call("memory_read", json!({"path": "fit.md"})).await;
+    assert!(r.text.len() <= 4096, "{} bytes", r.text.len());
+    assert!(
+        r.structured["content"].as_str().unwrap().ends_with("END\n"),
+        "{}",
+        r.text
+    );
+    assert!(r.text.contains("view_range [2, -1]"), "{}", r.text);
+    // An empty cursor is the first page, as in search and history.
+    small.ok("memory_list", json!({"cursor": ""})).await;
+    small.stop().await;
+    s.stop().await;
+}

@@ -14,18 +14,20 @@
 //!   never answers those, which also keeps two peers from answering each other's errors
 //!   forever; blank lines are skipped.
 //!
-//! Every answer is also logged on stderr at `warn`. Replies are whole lines written under
-//! one lock, so an error answer never lands inside another message.
+//! Every answer is also logged on stderr at `warn`. All output (rmcp's messages and these
+//! answers) goes through one queue to one writer task, as whole lines in the order they
+//! were produced: an answer never lands inside another message, it precedes anything the
+//! lines after it cause, and reading goes on while stdout is full.
 
-use std::collections::VecDeque;
-use std::sync::Arc;
+use std::marker::PhantomData;
 
 use rmcp::RoleServer;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::Mutex;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
 
 /// Longest line read (as rmcp's transport): a longer one is answered and skipped, never
 /// buffered whole.
@@ -44,10 +46,10 @@ pub struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Dropping the rest of a line that went over `MAX_LINE`.
     discarding: bool,
-    /// Error answers not yet written, and how much of the first was.
-    replies: VecDeque<Vec<u8>>,
-    written: usize,
-    write: Arc<Mutex<Option<W>>>,
+    /// Lines for the writer task, in order; `None` once closed.
+    out: Option<UnboundedSender<Vec<u8>>>,
+    writer: Option<JoinHandle<()>>,
+    _write: PhantomData<fn(W)>,
 }
 
 enum LineRead {
@@ -61,14 +63,16 @@ where
     R: AsyncRead + Send + Unpin,
     W: AsyncWrite + Send + Unpin + 'static,
 {
+    /// Must be called inside the runtime: it starts the writer task.
     pub fn new(read: R, write: W) -> Self {
+        let (out, lines) = unbounded_channel();
         LineTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             discarding: false,
-            replies: VecDeque::new(),
-            written: 0,
-            write: Arc::new(Mutex::new(Some(write))),
+            out: Some(out),
+            writer: Some(tokio::spawn(write_lines(write, lines))),
+            _write: PhantomData,
         }
     }
 
@@ -86,6 +90,11 @@ where
                     }
                 };
                 if available.is_empty() {
+                    if self.discarding {
+                        // An oversized last line without its newline: answered as well.
+                        self.discarding = false;
+                        return LineRead::Oversized;
+                    }
                     return LineRead::End;
                 }
                 let newline = available.iter().position(|&b| b == b'\n');
@@ -111,28 +120,6 @@ where
         }
     }
 
-    /// Writes the queued error answers. Cancellation-safe: progress is kept in `self`.
-    async fn flush_replies(&mut self) -> std::io::Result<()> {
-        while let Some(reply) = self.replies.front() {
-            let mut guard = self.write.lock().await;
-            let Some(out) = guard.as_mut() else {
-                return Err(std::io::ErrorKind::NotConnected.into());
-            };
-            while self.written < reply.len() {
-                let n = out.write(&reply[self.written..]).await?;
-                if n == 0 {
-                    return Err(std::io::ErrorKind::WriteZero.into());
-                }
-                self.written += n;
-            }
-            out.flush().await?;
-            drop(guard);
-            self.written = 0;
-            self.replies.pop_front();
-        }
-        Ok(())
-    }
-
     fn answer(&mut self, id: Value, code: i64, message: String) {
         tracing::warn!(code, %id, "{message}");
         let reply = json!({
@@ -142,8 +129,24 @@ where
         });
         let mut bytes = reply.to_string().into_bytes();
         bytes.push(b'\n');
-        self.replies.push_back(bytes);
+        if let Some(out) = &self.out {
+            let _ = out.send(bytes);
+        }
     }
+}
+
+/// Writes each queued line whole, flushing whenever the queue runs empty; stops at the
+/// first failed write (the client is gone), which closes the queue.
+async fn write_lines<W: AsyncWrite + Unpin>(mut write: W, mut lines: UnboundedReceiver<Vec<u8>>) {
+    while let Some(line) = lines.recv().await {
+        if write.write_all(&line).await.is_err() {
+            return;
+        }
+        if lines.is_empty() && write.flush().await.is_err() {
+            return;
+        }
+    }
+    let _ = write.flush().await;
 }
 
 impl<R, W> Transport<RoleServer> for LineTransport<R, W>
@@ -157,24 +160,24 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        let write = Arc::clone(&self.write);
-        async move {
-            let mut bytes = serde_json::to_vec(&item)?;
-            bytes.push(b'\n');
-            let mut guard = write.lock().await;
-            let out = guard
-                .as_mut()
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))?;
-            out.write_all(&bytes).await?;
-            out.flush().await
-        }
+        // Encoded and queued now, so lines keep the order of the calls.
+        let queued = match serde_json::to_vec(&item) {
+            Ok(mut bytes) => {
+                bytes.push(b'\n');
+                match &self.out {
+                    Some(out) => out
+                        .send(bytes)
+                        .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
+                    None => Err(std::io::ErrorKind::NotConnected.into()),
+                }
+            }
+            Err(e) => Err(e.into()),
+        };
+        std::future::ready(queued)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            if !self.replies.is_empty() && self.flush_replies().await.is_err() {
-                return None;
-            }
             match self.read_line().await {
                 LineRead::Line => {}
                 LineRead::Oversized => {
@@ -212,10 +215,11 @@ where
         }
     }
 
+    /// Stops taking lines and waits until every queued one is written.
     async fn close(&mut self) -> Result<(), Self::Error> {
-        let _ = self.flush_replies().await;
-        if let Some(mut out) = self.write.lock().await.take() {
-            out.flush().await?;
+        self.out = None;
+        if let Some(writer) = self.writer.take() {
+            writer.await.map_err(std::io::Error::other)?;
         }
         Ok(())
     }
@@ -307,6 +311,11 @@ fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i
     }
     let Some(method) = method.and_then(Value::as_str) else {
         return invalid("`method` must be a string");
+    };
+    // Echoed only in part: an answer does not grow with what it answers.
+    let method = match method.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &method[..cut]),
+        None => method.to_owned(),
     };
     tracing::debug!(error = %shape_error, method, "params do not parse");
     let hint = if method == "tools/call" {

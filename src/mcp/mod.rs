@@ -112,8 +112,9 @@ impl ServerHandler for MemdirServer {
             .with_instructions(self.instructions())
     }
 
-    /// The handshake happens once per connection: a second `initialize` is refused, so a
-    /// confused client cannot re-label the history's actor or renegotiate mid-session.
+    /// The handshake happens once per connection (MCP: initialization is the first
+    /// interaction): a second `initialize` is refused rather than renegotiating the
+    /// protocol version and client identity mid-session.
     async fn initialize(
         &self,
         request: InitializeRequestParams,

@@ -47,11 +47,19 @@ pub struct HistoryResult {
     pub content_truncated: bool,
 }
 
-/// Bytes of the result budget kept for a version's metadata line and notes.
-const VERSION_NOTE_ROOM: usize = 1024;
-/// Bytes a listed version takes in the text besides its path(s) and actor (number, time,
-/// operation, size, sha256).
-const VERSION_LINE_BYTES: usize = 130;
+/// Bytes of the result budget kept for the notes around a version's content or a page.
+const VERSION_NOTE_ROOM: usize = 512;
+/// At most the bytes a version's line takes in a result's text (`v7\t<time>\tModified\t
+/// <path> (from <path>)\tby <actor>\t<size> bytes\tsha256 <64 hex>`), numbers counted at
+/// their widest.
+fn version_line_bytes(v: &Version) -> usize {
+    const FIXED: usize = "v\t\tModified\t\tby \t bytes\tsha256 \n".len() + 20 + 20 + 64;
+    FIXED
+        + v.at.len()
+        + v.path.len().max("[redacted]".len())
+        + v.from.as_ref().map_or(0, |f| f.len() + " (from )".len())
+        + v.actor.len()
+}
 
 impl Memdir {
     pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
@@ -122,10 +130,7 @@ impl Memdir {
             .saturating_sub(VERSION_NOTE_ROOM);
         let mut used = 0;
         if let Some(fit) = out.iter().position(|v| {
-            used += VERSION_LINE_BYTES
-                + v.path.len()
-                + v.from.as_ref().map_or(0, String::len)
-                + v.actor.len();
+            used += version_line_bytes(v);
             used > room
         }) {
             more = true;
@@ -157,10 +162,11 @@ impl Memdir {
         };
         // Within the result budget: the head of the content, cut after a whole line when
         // one ends in its second half.
+        let version = shown(scope, record.clone());
         let room = self
             .settings
             .result_budget
-            .saturating_sub(VERSION_NOTE_ROOM);
+            .saturating_sub(VERSION_NOTE_ROOM + version_line_bytes(&version));
         let content_truncated = content.as_ref().is_some_and(|c| c.len() > room);
         if let Some(c) = content.as_mut().filter(|_| content_truncated) {
             let cut = crate::text::floor_char_boundary(c, room);
@@ -171,7 +177,7 @@ impl Memdir {
             c.truncate(cut);
         }
         Ok(HistoryResult {
-            versions: vec![shown(scope, record)],
+            versions: vec![version],
             next_cursor: None,
             content,
             content_truncated,

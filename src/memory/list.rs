@@ -86,8 +86,9 @@ impl Memdir {
         rows.sort_by(|a, b| a.canonical.cmp(&b.canonical));
         let total = rows.len();
         let after = req.cursor.unwrap_or("");
-        // A cursor is the last path of the previous page: it lies in what is listed.
-        if req.cursor.is_some() {
+        // A cursor is the last path of the previous page: it lies in what is listed. An
+        // empty one means the first page, as in search and history.
+        if !after.is_empty() {
             let inside = roots.iter().any(|root| {
                 let top = root.canonical();
                 let top = top.trim_end_matches('/');

@@ -214,7 +214,7 @@ impl Memdir {
                 if n > start {
                     break;
                 }
-                let room = limit.saturating_sub(rendered.len());
+                let room = budget.saturating_sub(rendered.len() + LONG_LINE_NOTE_ROOM);
                 let head = &line[..text::floor_char_boundary(line, room)];
                 text::numbered_line(&mut body, n, head);
                 cut_line = Some((n, line.len(), head.len()));
@@ -268,8 +268,10 @@ impl Memdir {
     }
 }
 
-/// Bytes of the result budget kept for the note that ends a cut read.
-const READ_NOTE_ROOM: usize = 400;
+/// Bytes of the result budget kept for the note that ends a read cut after a line.
+const READ_NOTE_ROOM: usize = 160;
+/// Bytes kept for the note after a line cut short, and its line-number prefix.
+const LONG_LINE_NOTE_ROOM: usize = 320;
 
 /// Turns an optional `[start, end]` (1-based, inclusive, `-1` = to the end) into a range
 /// of existing lines. An empty file reads as the empty range `1..=0`.

@@ -297,7 +297,7 @@ impl Memdir {
         let snippet_budget = self
             .settings
             .result_budget
-            .saturating_sub(SNIPPET_NOTE_ROOM);
+            .saturating_sub(SNIPPET_NOTE_ROOM + p.canonical().len());
         let snippet = edit::snippet(&new_text, &changed, snippet_budget);
         let new_sha = text::sha256_hex(new_text.as_bytes());
         let unchanged = new_sha == cur.sha256;
