@@ -541,3 +541,61 @@ async fn restore_with_if_absent_never_overwrites() {
     assert_eq!(r["created"], true);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn paging_the_history_of_every_store_shows_each_version_once() {
+    // Each store numbers its versions from 1, so versions of different stores share
+    // numbers: a page must end at a version of one store, not at a number.
+    let sb = Sandbox::new();
+    let one = sb.store();
+    let two = sb.tmp.path().join("two");
+    let s = Server::start(
+        &[
+            "--store",
+            &format!("one={}", one.display()),
+            "--store",
+            &format!("two={}", two.display()),
+        ],
+        &[],
+    )
+    .await;
+    for i in 0..3 {
+        for store in ["one", "two"] {
+            s.ok(
+                "memory_write",
+                json!({"path": format!("/{store}/m{i}.md"), "content": format!("{i}")}),
+            )
+            .await;
+        }
+    }
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..20 {
+        let mut args = json!({"path": "/", "limit": 1});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = s.ok("memory_history", args).await;
+        for v in page["versions"].as_array().unwrap() {
+            seen.push(v["path"].as_str().unwrap().to_owned());
+        }
+        match page.get("next_cursor").and_then(|c| c.as_str()) {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "/one/m0.md",
+            "/one/m1.md",
+            "/one/m2.md",
+            "/two/m0.md",
+            "/two/m1.md",
+            "/two/m2.md"
+        ],
+        "every version once"
+    );
+    s.stop().await;
+}

@@ -80,11 +80,23 @@ impl Memdir {
             };
             return self.one_version(scope, version);
         }
-        let before = match req.cursor {
+        // Versions are numbered per store, so a page ends at a (version, store) pair:
+        // the cursor `<version>.<store index>` (a bare version: that version in every store).
+        let before: Option<(u64, usize)> = match req.cursor {
             None | Some("") => None,
-            Some(c) => Some(c.parse::<u64>().map_err(|_| {
-                Error::InvalidArgument(format!("invalid cursor `{c}`; pass next_cursor unchanged"))
-            })?),
+            Some(c) => {
+                let (v, i) = c.split_once('.').unwrap_or((c, ""));
+                let parsed = v.parse::<u64>().ok().zip(if i.is_empty() {
+                    Some(usize::MAX)
+                } else {
+                    i.parse::<usize>().ok()
+                });
+                Some(parsed.ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "invalid cursor `{c}`; pass next_cursor unchanged"
+                    ))
+                })?)
+            }
         };
         let mut out = Vec::new();
         for scope in &scopes {
@@ -111,15 +123,19 @@ impl Memdir {
                 if in_scope && let Some(from) = &r.from {
                     earlier.insert(from.clone());
                 }
-                if before.is_some_and(|b| r.version >= b) {
+                // Shown already: later in the order (version down, then store up).
+                if before
+                    .is_some_and(|(v, i)| r.version > v || (r.version == v && scope.store <= i))
+                {
                     continue;
                 }
                 if relevant {
-                    out.push(shown(scope, r));
+                    out.push((scope.store, shown(scope, r)));
                 }
             }
         }
-        out.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.path.cmp(&b.path)));
+        out.sort_by(|(sa, a), (sb, b)| b.version.cmp(&a.version).then(sa.cmp(sb)));
+        let next = |(store, v): &(usize, Version)| format!("{}.{store}", v.version);
         let mut more = out.len() > req.limit;
         out.truncate(req.limit);
         // The page also ends where its text would pass the result budget (at least one
@@ -129,7 +145,7 @@ impl Memdir {
             .result_budget
             .saturating_sub(VERSION_NOTE_ROOM);
         let mut used = 0;
-        if let Some(fit) = out.iter().position(|v| {
+        if let Some(fit) = out.iter().position(|(_, v)| {
             used += version_line_bytes(v);
             used > room
         }) {
@@ -137,10 +153,8 @@ impl Memdir {
             out.truncate(fit.max(1));
         }
         Ok(HistoryResult {
-            next_cursor: more
-                .then(|| out.last().map(|v| v.version.to_string()))
-                .flatten(),
-            versions: out,
+            next_cursor: more.then(|| out.last().map(next)).flatten(),
+            versions: out.into_iter().map(|(_, v)| v).collect(),
             content: None,
             content_truncated: false,
         })
