@@ -1039,3 +1039,37 @@ async fn answers_to_bad_lines_keep_their_order_and_reading_goes_on_while_stdout_
     }
     server.assert_still_serves().await;
 }
+
+#[tokio::test]
+async fn answers_queued_before_a_failed_handshake_are_still_written() {
+    // The input ends before `initialize`: the session fails, but what the server already
+    // answered (a ping, a line that is not JSON) must reach the client before it exits.
+    for (lines, expected) in [
+        (
+            vec![r#"{"jsonrpc":"2.0","id":"early","method":"ping"}"#],
+            "result",
+        ),
+        (vec!["garbage"], "error"),
+        (
+            vec![
+                r#"{"jsonrpc":"2.0","id":"early","method":"ping"}"#,
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            ],
+            "result",
+        ),
+    ] {
+        let mut server = Raw::spawn();
+        for line in &lines {
+            server.send_line(line).await;
+        }
+        let (_, _status) = server.close().await;
+        let mut out = Vec::new();
+        while let Some(message) = read_message(&mut server.stdout).await {
+            out.push(message);
+        }
+        assert!(
+            out.iter().any(|m| m.get(expected).is_some()),
+            "{lines:?}: nothing answered, got {out:?}"
+        );
+    }
+}

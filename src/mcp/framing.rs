@@ -27,7 +27,12 @@ use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// How long the end of a session waits for queued lines to be written: a client that
+/// stopped reading stdout does not keep the server alive.
+pub const WRITE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Longest line read (as rmcp's transport): a longer one is answered and skipped, never
 /// buffered whole.
@@ -49,6 +54,8 @@ pub struct LineTransport<R, W> {
     /// Lines for the writer task, in order; `None` once closed.
     out: Option<UnboundedSender<Vec<u8>>>,
     writer: Option<JoinHandle<()>>,
+    /// Resolves when the writer task has ended (see [`LineTransport::written`]).
+    done: Option<oneshot::Receiver<()>>,
     _write: PhantomData<fn(W)>,
 }
 
@@ -66,13 +73,32 @@ where
     /// Must be called inside the runtime: it starts the writer task.
     pub fn new(read: R, write: W) -> Self {
         let (out, lines) = unbounded_channel();
+        let (finished, done) = oneshot::channel::<()>();
+        let writer = tokio::spawn(async move {
+            write_lines(write, lines).await;
+            drop(finished);
+        });
         LineTransport {
             read: BufReader::new(read),
             line: Vec::new(),
             discarding: false,
             out: Some(out),
-            writer: Some(tokio::spawn(write_lines(write, lines))),
+            writer: Some(writer),
+            done: Some(done),
             _write: PhantomData,
+        }
+    }
+
+    /// Resolves once every line queued before the transport was closed or dropped is
+    /// written (or writing failed). rmcp drops the transport without closing it when the
+    /// handshake fails, so the server awaits this before it exits: answers already
+    /// queued (to a `ping` or a bad line sent before `initialize`) are not lost.
+    pub fn written(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        let done = self.done.take();
+        async move {
+            if let Some(done) = done {
+                let _ = done.await;
+            }
         }
     }
 
@@ -86,6 +112,8 @@ where
                     Ok(available) => available,
                     Err(e) => {
                         tracing::error!(error = %e, "cannot read stdin");
+                        // A line cut short by the error is not a message.
+                        self.line.clear();
                         return LineRead::End;
                     }
                 };
@@ -178,7 +206,17 @@ where
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
-            match self.read_line().await {
+            // When stdout is gone (the writer stopped at a failed write) nothing can be
+            // answered any more: end, as at the end of input.
+            let out = self.out.clone()?;
+            let read = tokio::select! {
+                read = self.read_line() => read,
+                () = out.closed() => {
+                    tracing::info!("stdout is closed; ending");
+                    return None;
+                }
+            };
+            match read {
                 LineRead::Line => {}
                 LineRead::Oversized => {
                     self.answer(
@@ -218,8 +256,10 @@ where
     /// Stops taking lines and waits until every queued one is written.
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.out = None;
-        if let Some(writer) = self.writer.take() {
-            writer.await.map_err(std::io::Error::other)?;
+        if let Some(writer) = self.writer.take()
+            && let Ok(ended) = tokio::time::timeout(WRITE_GRACE, writer).await
+        {
+            ended.map_err(std::io::Error::other)?;
         }
         Ok(())
     }

@@ -230,9 +230,18 @@ where
         }
         memdir.warm_indexes();
     });
-    let service = server
-        .serve(framing::LineTransport::new(transport.0, transport.1))
-        .await?;
-    service.waiting().await?;
-    Ok(())
+    let mut transport = framing::LineTransport::new(transport.0, transport.1);
+    let written = transport.written();
+    let served = match server.serve(transport).await {
+        Ok(service) => service
+            .waiting()
+            .await
+            .map(drop)
+            .map_err(anyhow::Error::from),
+        Err(e) => Err(e.into()),
+    };
+    // What was queued before the end goes out, also when the handshake failed (then the
+    // transport is dropped unclosed); a client that stopped reading gets a grace period.
+    let _ = tokio::time::timeout(framing::WRITE_GRACE, written).await;
+    served
 }
