@@ -505,16 +505,7 @@ async fn lists_with_prefix_depth_and_cursor() {
 #[tokio::test]
 async fn reads_paginate_within_the_budget() {
     let sb = Sandbox::new();
-    let s = Server::start(
-        &[
-            "--root",
-            sb.store().to_str().unwrap(),
-            "--result-budget",
-            "4096",
-        ],
-        &[],
-    )
-    .await;
+    let s = sb.serve_with(&["--result-budget", "4096"]).await;
     let content: String = (1..=500).map(|i| format!("line number {i}\n")).collect();
     s.ok(
         "memory_write",
@@ -792,16 +783,7 @@ async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
 #[tokio::test]
 async fn edit_results_show_each_changed_place_and_stay_within_the_budget() {
     let sb = Sandbox::new();
-    let s = Server::start(
-        &[
-            "--root",
-            sb.store().to_str().unwrap(),
-            "--result-budget",
-            "4096",
-        ],
-        &[],
-    )
-    .await;
+    let s = sb.serve_with(&["--result-budget", "4096"]).await;
     // Two matches far apart: two windows of context, not every line between them.
     let text: String = (1..=32)
         .map(|i| {
@@ -877,16 +859,7 @@ async fn edit_results_show_each_changed_place_and_stay_within_the_budget() {
 #[tokio::test]
 async fn history_pages_and_folder_deletions_stay_within_the_budget() {
     let sb = Sandbox::new();
-    let s = Server::start(
-        &[
-            "--root",
-            sb.store().to_str().unwrap(),
-            "--result-budget",
-            "4096",
-        ],
-        &[],
-    )
-    .await;
+    let s = sb.serve_with(&["--result-budget", "4096"]).await;
     let name = |i: usize| format!("folder/a-rather-long-memory-name-for-paging-{i:03}.md");
     for i in 0..120 {
         s.ok("memory_write", json!({"path": name(i), "content": "x"}))
@@ -927,7 +900,7 @@ async fn history_pages_and_folder_deletions_stay_within_the_budget() {
 #[tokio::test]
 async fn folder_paths_are_refused_as_files_and_hidden_names_are_flagged() {
     let sb = Sandbox::new();
-    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let s = sb.serve().await;
     // A trailing `/` names a folder: never a file named like the folder.
     let e = s
         .err(
@@ -978,7 +951,7 @@ async fn a_file_in_the_way_of_the_state_folder_is_named_in_the_error() {
     let sb = Sandbox::new();
     std::fs::create_dir_all(sb.store()).unwrap();
     std::fs::write(sb.store().join(".memdir"), "not a folder").unwrap();
-    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let s = sb.serve().await;
     let e = s
         .err("memory_write", json!({"path": "a.md", "content": "x"}))
         .await;
@@ -991,7 +964,7 @@ async fn a_file_in_the_way_of_the_state_folder_is_named_in_the_error() {
 #[tokio::test]
 async fn a_search_hit_deep_in_a_long_line_is_shown_around_the_match() {
     let sb = Sandbox::new();
-    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let s = sb.serve().await;
     let line = format!(
         "{} Needle here {}",
         "filler ".repeat(2_000),
@@ -1010,7 +983,7 @@ async fn a_search_hit_deep_in_a_long_line_is_shown_around_the_match() {
 #[tokio::test]
 async fn results_for_long_paths_and_long_lines_stay_within_the_default_budget() {
     let sb = Sandbox::new();
-    let s = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let s = sb.serve().await;
     let budget = 65_536;
     // Paths near the 1,024-byte limit take room in every header.
     let dir = "d".repeat(200);
@@ -1046,16 +1019,7 @@ async fn results_for_long_paths_and_long_lines_stay_within_the_default_budget() 
 
     // A first line that fits with the note is shown whole.
     let sb2 = Sandbox::new();
-    let small = Server::start(
-        &[
-            "--root",
-            sb2.store().to_str().unwrap(),
-            "--result-budget",
-            "4096",
-        ],
-        &[],
-    )
-    .await;
+    let small = sb2.serve_with(&["--result-budget", "4096"]).await;
     let content = format!("{}END\n{}\n", "y".repeat(3_800), "z".repeat(400));
     small
         .ok(

@@ -69,7 +69,15 @@ impl Sandbox {
     }
 
     pub async fn serve(&self) -> Server {
-        Server::start(&["--root", self.store().to_str().unwrap()], &[]).await
+        self.serve_with(&[]).await
+    }
+
+    /// `memdir --root <store>` with extra arguments.
+    pub async fn serve_with(&self, extra: &[&str]) -> Server {
+        let store = self.store();
+        let mut args = vec!["--root", store.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Server::start(&args, &[]).await
     }
 }
 
