@@ -77,10 +77,7 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
 
 /// `old_str` as quoted back in an error: whole, or its head when long.
 fn quoted(old: &str) -> String {
-    match old.char_indices().nth(QUOTED_CHARS) {
-        Some((cut, _)) => format!("{}…", &old[..cut]),
-        None => old.to_owned(),
-    }
+    text::head_chars(old, QUOTED_CHARS)
 }
 
 /// Byte offsets of every `\n` in `text`.

@@ -31,6 +31,14 @@ pub fn floor_char_boundary(s: &str, max: usize) -> usize {
     end
 }
 
+/// `s` whole, or its first `max_chars` characters followed by `…`.
+pub fn head_chars(s: &str, max_chars: usize) -> String {
+    match s.char_indices().nth(max_chars) {
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+        None => s.to_owned(),
+    }
+}
+
 /// One numbered line: the number right-aligned in 6 columns, a TAB, the line.
 pub fn numbered_line(out: &mut String, number: usize, line: &str) {
     let _ = write!(out, "{number:>6}\t{line}");

@@ -28,7 +28,6 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 /// How long the end of a session waits for queued lines to be written: a client that
 /// stopped reading stdout does not keep the server alive.
@@ -53,7 +52,6 @@ pub struct LineTransport<R, W> {
     discarding: bool,
     /// Lines for the writer task, in order; `None` once closed.
     out: Option<UnboundedSender<Vec<u8>>>,
-    writer: Option<JoinHandle<()>>,
     /// Resolves when the writer task has ended (see [`LineTransport::written`]).
     done: Option<oneshot::Receiver<()>>,
     _write: PhantomData<fn(W)>,
@@ -74,7 +72,7 @@ where
     pub fn new(read: R, write: W) -> Self {
         let (out, lines) = unbounded_channel();
         let (finished, done) = oneshot::channel::<()>();
-        let writer = tokio::spawn(async move {
+        tokio::spawn(async move {
             write_lines(write, lines).await;
             drop(finished);
         });
@@ -83,7 +81,6 @@ where
             line: Vec::new(),
             discarding: false,
             out: Some(out),
-            writer: Some(writer),
             done: Some(done),
             _write: PhantomData,
         }
@@ -253,14 +250,10 @@ where
         }
     }
 
-    /// Stops taking lines and waits until every queued one is written.
+    /// Stops taking lines; the writer task ends once every queued one is written, which
+    /// `serve` awaits through [`LineTransport::written`].
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.out = None;
-        if let Some(writer) = self.writer.take()
-            && let Ok(ended) = tokio::time::timeout(WRITE_GRACE, writer).await
-        {
-            ended.map_err(std::io::Error::other)?;
-        }
         Ok(())
     }
 }
@@ -353,10 +346,7 @@ fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i
         return invalid("`method` must be a string");
     };
     // Echoed only in part: an answer does not grow with what it answers.
-    let method = match method.char_indices().nth(100) {
-        Some((cut, _)) => format!("{}…", &method[..cut]),
-        None => method.to_owned(),
-    };
+    let method = crate::text::head_chars(method, 100);
     tracing::debug!(error = %shape_error, method, "params do not parse");
     let hint = if method == "tools/call" {
         "send {\"name\": <tool name>, \"arguments\": {...}}"

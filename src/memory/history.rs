@@ -176,7 +176,7 @@ impl Memdir {
         };
         // Within the result budget: the head of the content, cut after a whole line when
         // one ends in its second half.
-        let version = shown(scope, record.clone());
+        let version = shown(scope, record);
         let room = self
             .settings
             .result_budget
