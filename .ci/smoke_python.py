@@ -211,14 +211,53 @@ class Smoke:
         escaped = [p for p in self.root.parent.rglob("escaped.md")]
         check(not escaped, "write outside the store created no file", [str(p) for p in escaped])
 
+        print("\n== Anthropic's memory tool (--tools all): exact strings")
+        check("memory" in names, "the `memory` tool is listed beside the memory_* tools", sorted(names))
+        path = "/memories/smoke/anthropic.md"
+        await self.memory_says(
+            {"command": "create", "path": path, "file_text": "one\ntwo\nthree"},
+            f"File created successfully at: {path}",
+        )
+        await self.memory_says(
+            {"command": "str_replace", "path": path, "old_str": "two", "new_str": "TWO"},
+            "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+            "     1\tone\n     2\tTWO\n     3\tthree",
+        )
+        await self.memory_says(
+            {"command": "view", "path": path, "view_range": [2, -1]},
+            f"Here's the content of {path} with line numbers:\n     2\tTWO\n     3\tthree",
+        )
+        await self.memory_says(
+            {"command": "view", "path": "/memories/smoke"},
+            "Here're the files and directories up to 2 levels deep in /memories/smoke, "
+            "excluding hidden items and node_modules:\n13B\t/memories/smoke\n13B\t/memories/smoke/anthropic.md",
+        )
+        await self.memory_says(
+            {"command": "str_replace", "path": path, "old_str": "four", "new_str": "x"},
+            f"No replacement was performed, old_str `four` did not appear verbatim in {path}.",
+            error=True,
+        )
+        await self.memory_says(
+            {"command": "view", "path": "/memories/../etc/passwd"},
+            "Path /memories/../etc/passwd would escape /memories directory",
+            error=True,
+        )
+        await self.memory_says({"command": "delete", "path": path}, f"Successfully deleted {path}")
+        check(not any(self.root.rglob("anthropic.md")), "memory delete: the plain file is gone from disk")
+
+    async def memory_says(self, args: dict[str, Any], want: str, error: bool = False) -> None:
+        result = await self.call("memory", args)
+        check(bool(result.is_error) == error, f"memory {args['command']}: isError is {error}", text_of(result))
+        check(text_of(result) == want, f"memory {args['command']}: the text is exactly {want!r}", text_of(result))
+
 
 async def main(binary: str) -> int:
     with tempfile.TemporaryDirectory(prefix="memdir-python-smoke.") as tmp:
         root = Path(tmp) / "store"
         root.mkdir()
         server_log = Path(tmp) / "server-stderr.log"
-        params = StdioServerParameters(command=binary, args=["--root", str(root)], cwd=tmp)
-        print(f"mcp SDK {mcp_version()}; server: {binary} --root {root}")
+        params = StdioServerParameters(command=binary, args=["--root", str(root), "--tools", "all"], cwd=tmp)
+        print(f"mcp SDK {mcp_version()}; server: {binary} --root {root} --tools all")
         smoke: Smoke | None = None
         failure: BaseException | None = None
         with open(server_log, "w", encoding="utf-8") as errlog:

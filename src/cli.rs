@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::history::Retention;
+use crate::mcp::ToolSet;
 use crate::memory::{
     HistoryRequest, IndexLocation, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
@@ -63,9 +64,32 @@ pub struct Options {
     /// kept). Applied at start-up.
     #[arg(long, value_name = "D", global = true)]
     pub keep_days: Option<u64>,
+    /// Tools to offer: `default` (memory_list, memory_search, memory_read, memory_write,
+    /// memory_edit, memory_delete, memory_history), `anthropic` (only `memory`, Anthropic's
+    /// memory tool with its commands and exact strings, on the same stores) or `all`.
+    #[arg(long, value_enum, default_value_t = Tools::Default, value_name = "SET", global = true)]
+    pub tools: Tools,
     /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
     pub log_level: String,
+}
+
+/// The tool sets of `--tools`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Tools {
+    Default,
+    Anthropic,
+    All,
+}
+
+impl From<Tools> for ToolSet {
+    fn from(tools: Tools) -> ToolSet {
+        match tools {
+            Tools::Default => ToolSet::Default,
+            Tools::Anthropic => ToolSet::Anthropic,
+            Tools::All => ToolSet::All,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -162,6 +186,21 @@ impl Options {
             if configs[..i].iter().any(|o| o.name == c.name) {
                 bail!("store name `{}` is given twice", c.name);
             }
+        }
+        // The memory tool's `/memories` is the first store: a later store of that name
+        // could not be reached through it.
+        if self.tools != Tools::Default
+            && let Some(c) = configs.iter().skip(1).find(|c| c.name == "memories")
+        {
+            bail!(
+                "store `{}`: with --tools {}, /memories is the first store; give the store named `memories` first",
+                c.name,
+                if self.tools == Tools::All {
+                    "all"
+                } else {
+                    "anthropic"
+                }
+            );
         }
         for spec in &self.describe {
             let (name, text) = spec

@@ -2,7 +2,7 @@
 //! string, insert lines after a line number, append. Each returns the new text and the
 //! 1-based line range it changed, for the snippet.
 
-use crate::error::{Error, Result};
+use crate::error::{EditFault, Error, LISTED_LINES, Result};
 use crate::text;
 
 /// A successful edit: the new text and the changed lines (in the new text).
@@ -15,11 +15,6 @@ pub struct Edited {
     pub changed: Vec<(usize, usize)>,
 }
 
-/// Line numbers listed in an error before the rest are only counted.
-const LISTED_LINES: usize = 20;
-/// Characters of `old_str` quoted back in an error.
-const QUOTED_CHARS: usize = 200;
-
 /// Replaces `old` by `new`. `old` must occur exactly once unless `replace_all`;
 /// occurrences are counted over the whole text, so a multi-line `old` works.
 pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) -> Result<Edited> {
@@ -30,25 +25,23 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
     }
     let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
     match starts.len() {
-        0 => Err(Error::edit(format!(
-            "No replacement was performed, old_str `{}` did not appear verbatim in {path}. Read the memory and copy the exact text, including whitespace.",
-            quoted(old)
-        ))),
+        0 => Err(Error::Edit(EditFault::NoMatch {
+            path: path.to_owned(),
+            old: old.to_owned(),
+        })),
         n if n > 1 && !replace_all => {
             let newlines = newline_offsets(text);
-            let mut lines: Vec<String> = starts
+            let lines = starts
                 .iter()
                 .take(LISTED_LINES)
-                .map(|&i| line_at(&newlines, i).to_string())
+                .map(|&i| line_at(&newlines, i))
                 .collect();
-            if n > LISTED_LINES {
-                lines.push(format!("… ({n} occurrences in all)"));
-            }
-            Err(Error::edit(format!(
-                "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
-                quoted(old),
-                lines.join(", ")
-            )))
+            Err(Error::Edit(EditFault::Ambiguous {
+                path: path.to_owned(),
+                old: old.to_owned(),
+                lines,
+                count: n,
+            }))
         }
         _ => {
             let new_text = text.replace(old, new);
@@ -75,11 +68,6 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
     }
 }
 
-/// `old_str` as quoted back in an error: whole, or its head when long.
-fn quoted(old: &str) -> String {
-    text::head_chars(old, QUOTED_CHARS)
-}
-
 /// Byte offsets of every `\n` in `text`.
 fn newline_offsets(text: &str) -> Vec<usize> {
     text.match_indices('\n').map(|(i, _)| i).collect()
@@ -94,9 +82,10 @@ fn line_at(newlines: &[usize], offset: usize) -> usize {
 pub fn insert(text: &str, after: i64, insert: &str) -> Result<Edited> {
     let count = text::lines(text).len();
     if after < 0 || after as usize > count {
-        return Err(Error::edit(format!(
-            "Invalid `insert_line` parameter: {after}. It should be within the range of lines of the file: [0, {count}]"
-        )));
+        return Err(Error::Edit(EditFault::InsertLine {
+            line: after,
+            lines: count,
+        }));
     }
     let after = after as usize;
     let mut block = insert.to_owned();

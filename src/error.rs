@@ -66,8 +66,8 @@ pub enum Error {
     )]
     PreconditionMissing { path: String, expected: String },
     /// An edit could not be applied as asked (no match, several matches, line out of range).
-    #[error("{message}")]
-    Edit { message: String },
+    #[error("{0}")]
+    Edit(EditFault),
     /// A parameter is missing, contradictory or out of range.
     #[error("{0}")]
     InvalidArgument(String),
@@ -122,12 +122,49 @@ impl Error {
             _ => Error::Io { path, source },
         }
     }
+}
 
-    pub fn edit(message: impl Into<String>) -> Self {
-        Error::Edit {
-            message: message.into(),
-        }
+/// Why an edit could not be applied as asked. The messages start with the words of
+/// Anthropic's memory tool, which models know, and go on to say what to do; the
+/// compatibility profile (`crate::mcp`) renders the same facts in that tool's exact words.
+#[derive(Debug, thiserror::Error)]
+pub enum EditFault {
+    #[error(
+        "No replacement was performed, old_str `{}` did not appear verbatim in {path}. Read the memory and copy the exact text, including whitespace.",
+        crate::text::head_chars(old, QUOTED_CHARS)
+    )]
+    NoMatch { path: String, old: String },
+    /// `old_str` occurs `count` times; `lines` holds the line of each of the first
+    /// [`LISTED_LINES`] occurrences.
+    #[error(
+        "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
+        crate::text::head_chars(old, QUOTED_CHARS),
+        listed_lines(lines, *count)
+    )]
+    Ambiguous {
+        path: String,
+        old: String,
+        lines: Vec<usize>,
+        count: usize,
+    },
+    #[error(
+        "Invalid `insert_line` parameter: {line}. It should be within the range of lines of the file: [0, {lines}]"
+    )]
+    InsertLine { line: i64, lines: usize },
+}
+
+/// Line numbers listed in an ambiguous-match error before the rest are only counted.
+pub const LISTED_LINES: usize = 20;
+/// Characters of `old_str` quoted back in an error.
+const QUOTED_CHARS: usize = 200;
+
+/// `1, 3, 7`, and the count when there are more occurrences than listed lines.
+pub fn listed_lines(lines: &[usize], count: usize) -> String {
+    let mut listed: Vec<String> = lines.iter().map(usize::to_string).collect();
+    if count > lines.len() {
+        listed.push(format!("… ({count} occurrences in all)"));
     }
+    listed.join(", ")
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -49,7 +49,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let served = runtime.block_on(memdir::mcp::serve_stdio(memdir));
+            let served =
+                runtime.block_on(memdir::mcp::serve_stdio(memdir, cli.options.tools.into()));
             // Every request has been answered; background upkeep (index warm-up) is a
             // cache and may stop anywhere, so exit now instead of waiting for it.
             runtime.shutdown_background();

@@ -110,7 +110,11 @@ fn session(input: &[u8]) {
     let output = runtime.block_on(async move {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (server_read, server_write) = tokio::io::split(server);
-        let serving = tokio::spawn(memdir::mcp::serve(memdir, (server_read, server_write)));
+        let serving = tokio::spawn(memdir::mcp::serve(
+            memdir,
+            memdir::mcp::ToolSet::All,
+            (server_read, server_write),
+        ));
         let (mut client_read, mut client_write) = tokio::io::split(client);
         let write = async move {
             // The server may stop reading early; what it wrote is still checked.

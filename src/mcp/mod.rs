@@ -2,6 +2,7 @@
 //! the conversion of library results and errors into tool results. Serves over stdio;
 //! stdout carries JSON-RPC only.
 
+mod anthropic;
 mod framing;
 mod output;
 mod params;
@@ -27,18 +28,49 @@ use crate::memory::Memdir;
 /// Tools that change memories, withheld when every store is read-only.
 const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"];
 
+/// Which tools the server offers (`--tools`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ToolSet {
+    /// The `memory_*` tools.
+    #[default]
+    Default,
+    /// Only `memory`, Anthropic's memory tool (`memory_20250818`) with its exact strings.
+    Anthropic,
+    /// Both.
+    All,
+}
+
+impl ToolSet {
+    fn memory_tools(self) -> bool {
+        self != ToolSet::Anthropic
+    }
+
+    fn anthropic(self) -> bool {
+        self != ToolSet::Default
+    }
+}
+
 /// The MCP server over a set of stores.
 #[derive(Clone)]
 pub struct MemdirServer {
     memdir: Arc<Memdir>,
+    tools: ToolSet,
     tool_router: ToolRouter<Self>,
     /// Whether this connection's `initialize` has been answered.
     initialized: Arc<AtomicBool>,
 }
 
 impl MemdirServer {
-    pub fn new(memdir: Memdir) -> Self {
-        let mut tool_router = Self::tool_router();
+    pub fn new(memdir: Memdir, tools: ToolSet) -> Self {
+        let mut tool_router = ToolRouter::new();
+        if tools.memory_tools() {
+            tool_router += Self::tool_router();
+        }
+        if tools.anthropic() {
+            // Offered also when every store is read-only: `view` still works, and the
+            // other commands say the store is read-only.
+            tool_router += Self::anthropic_router();
+        }
         if memdir.all_read_only() {
             for name in MUTATING_TOOLS {
                 tool_router.remove_route(name);
@@ -46,6 +78,7 @@ impl MemdirServer {
         }
         MemdirServer {
             memdir: Arc::new(memdir),
+            tools,
             tool_router,
             initialized: Arc::new(AtomicBool::new(false)),
         }
@@ -88,15 +121,38 @@ impl MemdirServer {
                     .unwrap_or_default()
             ));
         }
+        if self.tools.memory_tools() {
+            s.push_str(
+                "Paths look like /<store>/folder/topic.md; a path without a leading / is in the first store.\n",
+            );
+        }
+        if self.tools.anthropic() {
+            let first = &self.memdir.stores()[0].name;
+            s.push_str(&format!(
+                "The `memory` tool (commands view, create, str_replace, insert, delete, rename) works on the same files: its /memories is the store /{first}{}.\n",
+                if self.memdir.stores().len() > 1 {
+                    ", and every other store is /<name>"
+                } else {
+                    ""
+                }
+            ));
+        }
+        s.push_str("Memory protocol:\n");
+        s.push_str(if self.tools.memory_tools() {
+            "1. Before starting, check memory: memory_search for the task's key words, or memory_list to see what exists.\n"
+        } else {
+            "1. Before starting, check memory: view /memories to see what exists, then view what is relevant.\n"
+        });
         s.push_str(
-            "Paths look like /<store>/folder/topic.md; a path without a leading / is in the first store.\n\
-             Memory protocol:\n\
-             1. Before starting, check memory: memory_search for the task's key words, or memory_list to see what exists.\n\
-             2. Record progress as you go: decisions, facts learned, what is done and what is next.\n\
+            "2. Record progress as you go: decisions, facts learned, what is done and what is next.\n\
              3. Keep it organised: one topic per file, update rather than duplicate, delete what turned out wrong.\n\
-             4. Assume interruption: your context may end at any moment, and what is not in memory is lost.\n\
-             To change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",
+             4. Assume interruption: your context may end at any moment, and what is not in memory is lost.",
         );
+        if self.tools.memory_tools() {
+            s.push_str(
+                "\nTo change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",
+            );
+        }
         s
     }
 }
@@ -206,19 +262,19 @@ fn answer<T, O: Serialize>(
 }
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(memdir: Memdir) -> anyhow::Result<()> {
+pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> anyhow::Result<()> {
     let (reader, writer, _restore) = stdio::transport();
-    serve(memdir, (reader, writer)).await
+    serve(memdir, tools, (reader, writer)).await
 }
 
 /// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the
 /// fuzz target) until the peer closes its side.
-pub async fn serve<R, W>(memdir: Memdir, transport: (R, W)) -> anyhow::Result<()>
+pub async fn serve<R, W>(memdir: Memdir, tools: ToolSet, transport: (R, W)) -> anyhow::Result<()>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let server = MemdirServer::new(memdir);
+    let server = MemdirServer::new(memdir, tools);
     // Bring the search indexes up to date while the client starts talking,
     // and complete and trim the history.
     let memdir = Arc::clone(&server.memdir);

@@ -268,7 +268,7 @@ impl MemdirServer {
 /// The actor recorded in the history for a request: the client's `clientInfo`, from the
 /// request's own `_meta` when it carries one (every request of the 2026-07-28 era, which
 /// has no handshake, does) or else from `initialize`.
-fn actor(ctx: &RequestContext<RoleServer>) -> String {
+pub(super) fn actor(ctx: &RequestContext<RoleServer>) -> String {
     match ctx.client_info() {
         Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
         _ => "unknown-client".into(),

@@ -44,6 +44,25 @@ pub struct ListResult {
     pub total: usize,
 }
 
+/// A folder and what lies a few levels below it (the compatibility profile's `view`).
+#[derive(Debug)]
+pub struct Tree {
+    /// Total size of the visible files below the folder, at any depth.
+    pub size_bytes: u64,
+    /// Entries in pre-order: each folder's entries sorted by name, a folder's contents
+    /// right after it.
+    pub entries: Vec<TreeEntry>,
+}
+
+#[derive(Debug)]
+pub struct TreeEntry {
+    /// The path below the folder, `/`-separated, without a trailing `/`.
+    pub rel: String,
+    pub is_dir: bool,
+    /// A file's size, or the total size of the visible files below a folder.
+    pub size_bytes: u64,
+}
+
 /// An entry before its page is chosen.
 struct Row {
     path: MemPath,
@@ -119,6 +138,32 @@ impl Memdir {
             entries,
             next_cursor,
             total,
+        })
+    }
+
+    /// The folder at `raw` with its visible entries up to `depth` levels down (1 = its
+    /// immediate children). A file is [`Error::NotAFolder`].
+    pub fn tree(&self, raw: &str, depth: usize) -> Result<Tree> {
+        let start = self.path(raw)?;
+        let mut rows = self.rows(&start, Some(depth.max(1)), true)?;
+        if rows.first().is_none_or(|r| !r.is_dir || r.path != start) {
+            return Err(Error::NotAFolder {
+                path: start.canonical(),
+            });
+        }
+        let folder = rows.remove(0);
+        rows.sort_by(|a, b| a.path.segments.cmp(&b.path.segments));
+        let base = start.segments.len();
+        Ok(Tree {
+            size_bytes: folder.size,
+            entries: rows
+                .into_iter()
+                .map(|r| TreeEntry {
+                    rel: r.path.segments[base..].join("/"),
+                    is_dir: r.is_dir,
+                    size_bytes: r.size,
+                })
+                .collect(),
         })
     }
 

@@ -23,7 +23,7 @@ use crate::store::{Store, StoreConfig};
 use crate::text;
 
 pub use history::{HistoryRequest, HistoryResult, Version};
-pub use list::{ListEntry, ListRequest, ListResult};
+pub use list::{ListEntry, ListRequest, ListResult, Tree, TreeEntry};
 pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};
