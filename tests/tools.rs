@@ -1040,3 +1040,79 @@ async fn results_for_long_paths_and_long_lines_stay_within_the_default_budget() 
     small.stop().await;
     s.stop().await;
 }
+
+#[tokio::test]
+async fn the_memory_protocol_prompt_speaks_of_the_offered_tools_and_the_topic() {
+    use rmcp::model::GetPromptRequestParams;
+
+    let text_of = |r: rmcp::model::GetPromptResult| {
+        assert_eq!(r.messages.len(), 1);
+        r.messages[0]
+            .content
+            .as_text()
+            .expect("a text message")
+            .text
+            .clone()
+    };
+    let sb = Sandbox::new();
+    let s = sb
+        .serve_with(&["--describe", "memories=Project notes"])
+        .await;
+    let prompts = s.client.list_all_prompts().await.unwrap();
+    assert_eq!(prompts.len(), 1);
+    assert_eq!(prompts[0].name, "memory_protocol");
+    let args = prompts[0].arguments.as_ref().expect("arguments");
+    assert_eq!(
+        (args[0].name.as_str(), args[0].required),
+        ("topic", Some(false))
+    );
+
+    let plain = text_of(
+        s.client
+            .get_prompt(GetPromptRequestParams::new("memory_protocol"))
+            .await
+            .unwrap(),
+    );
+    for part in [
+        "- /memories (read-write): Project notes",
+        "memory_search",
+        "Record progress as you go",
+        "Assume interruption",
+    ] {
+        assert!(plain.contains(part), "{part:?} in {plain}");
+    }
+    let mut topic = serde_json::Map::new();
+    topic.insert("topic".into(), json!("the billing migration"));
+    let about = text_of(
+        s.client
+            .get_prompt(GetPromptRequestParams::new("memory_protocol").with_arguments(topic))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        about.contains("memory_search for \"the billing migration\""),
+        "{about}"
+    );
+    let unknown = s
+        .client
+        .get_prompt(GetPromptRequestParams::new("other"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("memory_protocol"), "{unknown}");
+    s.stop().await;
+
+    // With only Anthropic's memory tool, the protocol names its commands.
+    let s = sb.serve_with(&["--tools", "anthropic"]).await;
+    let only = text_of(
+        s.client
+            .get_prompt(GetPromptRequestParams::new("memory_protocol"))
+            .await
+            .unwrap(),
+    );
+    assert!(
+        only.contains("view /memories") && !only.contains("memory_search"),
+        "{only}"
+    );
+    s.stop().await;
+}

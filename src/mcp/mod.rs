@@ -15,8 +15,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation,
-    InitializeRequestParams, InitializeResult, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
@@ -24,6 +26,11 @@ use serde::Serialize;
 
 use crate::error::Error;
 use crate::memory::Memdir;
+
+/// The one prompt: the memory protocol.
+const PROTOCOL_PROMPT: &str = "memory_protocol";
+/// Characters of a prompt's `topic` argument used.
+const TOPIC_CHARS: usize = 500;
 
 /// Tools that change memories, withheld when every store is read-only.
 const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"];
@@ -105,6 +112,15 @@ impl MemdirServer {
         let mut s = String::from(
             "memdir is your durable memory: plain files that outlive this conversation. Stores:\n",
         );
+        s.push_str(&self.stores_text());
+        s.push_str("Memory protocol:\n");
+        s.push_str(&self.protocol(None));
+        s
+    }
+
+    /// The stores, one line each, and how paths name them.
+    fn stores_text(&self) -> String {
+        let mut s = String::new();
         for store in self.memdir.stores() {
             s.push_str(&format!(
                 "- /{} ({}){}\n",
@@ -137,17 +153,33 @@ impl MemdirServer {
                 }
             ));
         }
-        s.push_str("Memory protocol:\n");
-        s.push_str(if self.tools.memory_tools() {
-            "1. Before starting, check memory: memory_search for the task's key words, or memory_list to see what exists.\n"
-        } else {
-            "1. Before starting, check memory: view /memories to see what exists, then view what is relevant.\n"
-        });
-        s.push_str(
-            "2. Record progress as you go: decisions, facts learned, what is done and what is next.\n\
+        s
+    }
+
+    /// The memory protocol (check memory first, record progress, keep it organised,
+    /// assume interruption) in the words of the tools offered, for a topic if one is given.
+    fn protocol(&self, topic: Option<&str>) -> String {
+        let mut s = String::new();
+        match (self.tools.memory_tools(), topic) {
+            (true, Some(t)) => s.push_str(&format!(
+                "1. Before starting, check memory: memory_search for {t:?} and its key words, and memory_list to see what exists; read what is relevant.\n"
+            )),
+            (true, None) => s.push_str(
+                "1. Before starting, check memory: memory_search for the task's key words, or memory_list to see what exists.\n",
+            ),
+            (false, Some(t)) => s.push_str(&format!(
+                "1. Before starting, check memory: view /memories to see what exists, then view what is relevant to {t:?}.\n"
+            )),
+            (false, None) => s.push_str(
+                "1. Before starting, check memory: view /memories to see what exists, then view what is relevant.\n",
+            ),
+        }
+        s.push_str(&format!(
+            "2. Record progress as you go{}: decisions, facts learned, what is done and what is next.\n\
              3. Keep it organised: one topic per file, update rather than duplicate, delete what turned out wrong.\n\
              4. Assume interruption: your context may end at any moment, and what is not in memory is lost.",
-        );
+            topic.map(|t| format!(" on {t:?}")).unwrap_or_default()
+        ));
         if self.tools.memory_tools() {
             s.push_str(
                 "\nTo change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",
@@ -155,17 +187,33 @@ impl MemdirServer {
         }
         s
     }
+
+    /// The `memory_protocol` prompt, for `topic` if given.
+    fn protocol_prompt(&self, topic: Option<&str>) -> String {
+        let mut s = String::from(match topic {
+            Some(_) => "Use memdir, your durable memory, while you work on this topic. Stores:\n",
+            None => "Use memdir, your durable memory, while you work. Stores:\n",
+        });
+        s.push_str(&self.stores_text());
+        s.push_str(&self.protocol(topic));
+        s
+    }
 }
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemdirServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("memdir", env!("CARGO_PKG_VERSION"))
-                    .with_title("memdir — durable memory for agents"),
-            )
-            .with_instructions(self.instructions())
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("memdir", env!("CARGO_PKG_VERSION"))
+                .with_title("memdir — durable memory for agents"),
+        )
+        .with_instructions(self.instructions())
     }
 
     /// The handshake happens once per connection (MCP: initialization is the first
@@ -184,6 +232,66 @@ impl ServerHandler for MemdirServer {
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            PROTOCOL_PROMPT,
+            Some(
+                "How to use memory well: check it before starting, record progress as you go, keep it organised, assume interruption. Optionally about one topic.",
+            ),
+            Some(vec![
+                PromptArgument::new("topic")
+                    .with_description(
+                        "What the work is about, e.g. `the billing migration` (optional).",
+                    )
+                    .with_required(false),
+            ]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        if request.name != PROTOCOL_PROMPT {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`: the prompt memdir offers is `{PROTOCOL_PROMPT}`",
+                    crate::text::head_chars(&request.name, 100)
+                ),
+                None,
+            ));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let topic = match arguments.get("topic") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(t)) if t.trim().is_empty() => None,
+            Some(serde_json::Value::String(t)) => {
+                Some(crate::text::head_chars(t.trim(), TOPIC_CHARS))
+            }
+            Some(_) => {
+                return Err(ErrorData::invalid_params(
+                    "the `topic` argument of `memory_protocol` is text",
+                    None,
+                ));
+            }
+        };
+        let text = self.protocol_prompt(topic.as_deref());
+        let description = match &topic {
+            Some(t) => format!("The memory protocol, for {t:?}"),
+            None => "The memory protocol".into(),
+        };
+        Ok(
+            GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+                .with_description(description)
+                .into(),
+        )
     }
 
     /// rmcp hands a request here when it knows no method by that name, and also when a
