@@ -1073,3 +1073,83 @@ async fn answers_queued_before_a_failed_handshake_are_still_written() {
         );
     }
 }
+
+/// The server's peak resident memory in MiB (`VmHWM`).
+fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kib / 1024
+}
+
+#[tokio::test]
+async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() {
+    // 4,000 `tools/list` requests (about 13 KB of answer each, 52 MB in all) sent while
+    // nothing is read: the server must stop reading once 16 MiB of answers wait for the
+    // client (or 256 requests are being answered), so the sender stalls and the server's
+    // memory stays far below what it was asked to answer. Once the client reads, every
+    // answer arrives, whole and once.
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut server = Raw::start().await;
+    let pid = server.child.id().expect("pid");
+    let n = 4000usize;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut stdin = server.stdin.take().expect("stdin");
+    let progress = Arc::clone(&sent);
+    let writer = tokio::spawn(async move {
+        for i in 0..n {
+            let line =
+                json!({"jsonrpc": "2.0", "id": i, "method": "tools/list"}).to_string() + "\n";
+            stdin
+                .write_all(line.as_bytes())
+                .await
+                .expect("write a request");
+            progress.fetch_add(1, Ordering::Release);
+        }
+        stdin.flush().await.expect("flush");
+        stdin
+    });
+    // Wait until the sender has made no progress for a second (or is done).
+    let mut last = usize::MAX;
+    let mut still_since = Instant::now();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = sent.load(Ordering::Acquire);
+        if now != last {
+            last = now;
+            still_since = Instant::now();
+        }
+        if now == n || still_since.elapsed() > Duration::from_secs(1) || Instant::now() > deadline {
+            break;
+        }
+    }
+    let stalled_at = sent.load(Ordering::Acquire);
+    let peak = peak_rss_mib(pid);
+    assert!(
+        stalled_at < n,
+        "the server read all {n} requests while none of their answers was read"
+    );
+    assert!(
+        peak < 80,
+        "the server's peak memory is {peak} MiB with its answers unread"
+    );
+
+    let mut seen = vec![false; n];
+    for _ in 0..n {
+        let message = server.recv().await;
+        let id = message["id"].as_u64().expect("an answer to a request") as usize;
+        assert!(message["result"]["tools"].is_array(), "{message}");
+        assert!(!std::mem::replace(&mut seen[id], true), "answer {id} twice");
+    }
+    server.stdin = Some(writer.await.expect("writer"));
+    assert!(seen.iter().all(|&s| s));
+    let peak = peak_rss_mib(pid);
+    assert!(peak < 80, "peak memory {peak} MiB after all answers");
+    server.assert_still_serves().await;
+}

@@ -17,17 +17,28 @@
 //! Every answer is also logged on stderr at `warn`. All output (rmcp's messages and these
 //! answers) goes through one queue to one writer task, as whole lines in the order they
 //! were produced: an answer never lands inside another message, it precedes anything the
-//! lines after it cause, and reading goes on while stdout is full.
+//! lines after it cause, and reading goes on while stdout is full, up to a bound.
+//!
+//! Flow control: reading pauses while `MAX_QUEUED` bytes of output wait for the client,
+//! or while `MAX_IN_FLIGHT` requests (or `MAX_IN_FLIGHT_BYTES` of them) are being worked
+//! on, and goes on as answers are written. So a client that sends requests faster than it
+//! reads the answers, or never reads them, cannot make the server grow without limit: its
+//! own writes block instead, as on any pipe. A request stops being in flight when its
+//! answer is queued or when the client cancels it (rmcp drops the answer then).
 
+use std::collections::HashMap;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 /// How long the end of a session waits for queued lines to be written: a client that
 /// stopped reading stdout does not keep the server alive.
@@ -36,6 +47,13 @@ pub const WRITE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Longest line read (as rmcp's transport): a longer one is answered and skipped, never
 /// buffered whole.
 pub const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Bytes of output that may wait for the client to read them before reading pauses.
+pub const MAX_QUEUED: usize = 16 * 1024 * 1024;
+/// Requests being worked on (received, not yet answered) before reading pauses.
+pub const MAX_IN_FLIGHT: usize = 256;
+/// Bytes of requests being worked on before reading pauses.
+pub const MAX_IN_FLIGHT_BYTES: usize = 64 * 1024 * 1024;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -52,9 +70,70 @@ pub struct LineTransport<R, W> {
     discarding: bool,
     /// Lines for the writer task, in order; `None` once closed.
     out: Option<UnboundedSender<Vec<u8>>>,
+    /// Output not yet written and requests not yet answered.
+    flow: Arc<Flow>,
     /// Resolves when the writer task has ended (see [`LineTransport::written`]).
     done: Option<oneshot::Receiver<()>>,
     _write: PhantomData<fn(W)>,
+}
+
+/// What the connection holds for the client: output queued for the writer task, and
+/// requests received and not yet answered; with a signal each time either shrinks.
+#[derive(Default)]
+struct Flow {
+    queued: AtomicUsize,
+    in_flight: Mutex<InFlight>,
+    progress: Notify,
+}
+
+#[derive(Default)]
+struct InFlight {
+    /// Each request's size in bytes.
+    requests: HashMap<RequestId, usize>,
+    bytes: usize,
+}
+
+impl Flow {
+    /// Queues `line`: false if the writer task has ended.
+    fn push(&self, out: &UnboundedSender<Vec<u8>>, line: Vec<u8>) -> bool {
+        let len = line.len();
+        self.queued.fetch_add(len, Ordering::AcqRel);
+        if out.send(line).is_err() {
+            self.queued.fetch_sub(len, Ordering::AcqRel);
+            return false;
+        }
+        true
+    }
+
+    fn written(&self, len: usize) {
+        self.queued.fetch_sub(len, Ordering::AcqRel);
+        self.progress.notify_one();
+    }
+
+    fn started(&self, id: &RequestId, len: usize) {
+        let mut f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if f.requests.insert(id.clone(), len).is_none() {
+            f.bytes += len;
+        }
+    }
+
+    fn ended(&self, id: &RequestId) {
+        let mut f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(len) = f.requests.remove(id) {
+            f.bytes -= len;
+            drop(f);
+            self.progress.notify_one();
+        }
+    }
+
+    /// Whether reading must wait for answers to be made or read.
+    fn full(&self) -> bool {
+        if self.queued.load(Ordering::Acquire) > MAX_QUEUED {
+            return true;
+        }
+        let f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        f.requests.len() >= MAX_IN_FLIGHT || f.bytes > MAX_IN_FLIGHT_BYTES
+    }
 }
 
 enum LineRead {
@@ -72,8 +151,10 @@ where
     pub fn new(read: R, write: W) -> Self {
         let (out, lines) = unbounded_channel();
         let (finished, done) = oneshot::channel::<()>();
+        let flow = Arc::new(Flow::default());
+        let counted = Arc::clone(&flow);
         tokio::spawn(async move {
-            write_lines(write, lines).await;
+            write_lines(write, lines, &counted).await;
             drop(finished);
         });
         LineTransport {
@@ -81,6 +162,7 @@ where
             line: Vec::new(),
             discarding: false,
             out: Some(out),
+            flow,
             done: Some(done),
             _write: PhantomData,
         }
@@ -155,18 +237,23 @@ where
         let mut bytes = reply.to_string().into_bytes();
         bytes.push(b'\n');
         if let Some(out) = &self.out {
-            let _ = out.send(bytes);
+            self.flow.push(out, bytes);
         }
     }
 }
 
 /// Writes each queued line whole, flushing whenever the queue runs empty; stops at the
 /// first failed write (the client is gone), which closes the queue.
-async fn write_lines<W: AsyncWrite + Unpin>(mut write: W, mut lines: UnboundedReceiver<Vec<u8>>) {
+async fn write_lines<W: AsyncWrite + Unpin>(
+    mut write: W,
+    mut lines: UnboundedReceiver<Vec<u8>>,
+    flow: &Flow,
+) {
     while let Some(line) = lines.recv().await {
         if write.write_all(&line).await.is_err() {
             return;
         }
+        flow.written(line.len());
         if lines.is_empty() && write.flush().await.is_err() {
             return;
         }
@@ -185,14 +272,23 @@ where
         &mut self,
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // An answer ends its request's time in flight.
+        match &item {
+            JsonRpcMessage::Response(r) => self.flow.ended(&r.id),
+            JsonRpcMessage::Error(e) => {
+                if let Some(id) = &e.id {
+                    self.flow.ended(id);
+                }
+            }
+            _ => {}
+        }
         // Encoded and queued now, so lines keep the order of the calls.
         let queued = match serde_json::to_vec(&item) {
             Ok(mut bytes) => {
                 bytes.push(b'\n');
                 match &self.out {
-                    Some(out) => out
-                        .send(bytes)
-                        .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe)),
+                    Some(out) if self.flow.push(out, bytes) => Ok(()),
+                    Some(_) => Err(std::io::ErrorKind::BrokenPipe.into()),
                     None => Err(std::io::ErrorKind::NotConnected.into()),
                 }
             }
@@ -206,6 +302,17 @@ where
             // When stdout is gone (the writer stopped at a failed write) nothing can be
             // answered any more: end, as at the end of input.
             let out = self.out.clone()?;
+            // While the client has enough answers coming, or waiting for it to read them,
+            // it is not read from: what the server holds for it stays bounded.
+            while self.flow.full() {
+                tokio::select! {
+                    () = self.flow.progress.notified() => {}
+                    () = out.closed() => {
+                        tracing::info!("stdout is closed; ending");
+                        return None;
+                    }
+                }
+            }
             let read = tokio::select! {
                 read = self.read_line() => read,
                 () = out.closed() => {
@@ -240,6 +347,17 @@ where
             }
             match decode(text) {
                 Ok(Some(message)) => {
+                    match &message {
+                        JsonRpcMessage::Request(r) => self.flow.started(&r.id, line.len()),
+                        JsonRpcMessage::Notification(n) => {
+                            if let ClientNotification::CancelledNotification(c) = &n.notification
+                                && let Some(id) = &c.params.request_id
+                            {
+                                self.flow.ended(id);
+                            }
+                        }
+                        _ => {}
+                    }
                     self.line = reuse(line);
                     return Some(message);
                 }
