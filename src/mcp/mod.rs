@@ -6,6 +6,7 @@ mod anthropic;
 mod framing;
 mod output;
 mod params;
+mod resources;
 mod schema;
 mod stdio;
 mod tools;
@@ -17,7 +18,8 @@ use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
     CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, Role,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
     ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
@@ -104,6 +106,24 @@ impl MemdirServer {
                 tracing::error!(error = %e, "a tool operation failed unexpectedly");
                 Err(Error::InvalidArgument(
                     "internal error while running the tool; nothing acknowledged was lost, please retry".into(),
+                ))
+            })
+    }
+
+    /// Runs a resource request's library work on a blocking thread.
+    async fn run_resource<T, F>(&self, f: F) -> Result<T, ErrorData>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Memdir) -> Result<T, ErrorData> + Send + 'static,
+    {
+        let memdir = Arc::clone(&self.memdir);
+        tokio::task::spawn_blocking(move || f(&memdir))
+            .await
+            .unwrap_or_else(|e| {
+                tracing::error!(error = %e, "a resource request failed unexpectedly");
+                Err(ErrorData::internal_error(
+                    "internal error; please retry",
+                    None,
                 ))
             })
     }
@@ -207,6 +227,7 @@ impl ServerHandler for MemdirServer {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_prompts()
+                .enable_resources()
                 .build(),
         )
         .with_server_info(
@@ -232,6 +253,35 @@ impl ServerHandler for MemdirServer {
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let cursor = request.and_then(|r| r.cursor);
+        self.run_resource(move |m| resources::list(m, cursor.as_deref()))
+            .await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let uri = request.uri;
+        self.run_resource(move |m| resources::read(m, &uri))
+            .await
+            .map(Into::into)
     }
 
     async fn list_prompts(

@@ -262,6 +262,20 @@ impl Memdir {
         })
     }
 
+    /// A memory's whole text (for MCP resources, which are read whole).
+    pub fn text(&self, raw: &str) -> Result<String> {
+        let p = self.path(raw)?;
+        if p.is_root() {
+            return Err(Error::IsFolder {
+                path: p.canonical(),
+            });
+        }
+        let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
+            path: p.canonical(),
+        })?;
+        Ok(cur.text)
+    }
+
     /// Frontmatter of a memory's text, for list and search results.
     pub(crate) fn frontmatter(text: &str) -> Option<Frontmatter> {
         frontmatter::parse(text)

@@ -1,0 +1,239 @@
+//! MCP resources: every memory is the resource `memory://<store>/<path>` (URI-encoded),
+//! readable whole; `memory://{store}/{+path}` is the template; and each store has an
+//! index, `memory://<store>/MEMORY.md`: the file when the store has one (Claude Code's
+//! convention), else one generated from the memories' frontmatter descriptions.
+
+use rmcp::ErrorData;
+use rmcp::model::{
+    ListResourceTemplatesResult, ListResourcesResult, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate,
+};
+
+use crate::error::Error;
+use crate::memory::{ListRequest, Memdir};
+
+pub const SCHEME: &str = "memory://";
+/// The index every store has as a resource.
+const INDEX: &str = "MEMORY.md";
+/// Entries per `resources/list` page.
+const PAGE: usize = 1000;
+
+/// The resource URI of a canonical memory path (`/<store>/<path>`).
+pub fn uri(canonical: &str) -> String {
+    let mut out = String::from(SCHEME);
+    for b in canonical.trim_start_matches('/').bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The canonical memory path of a resource URI; percent-escapes are decoded (as URIs
+/// require), and the path then goes through the path policy like any other.
+pub fn path_of(uri: &str) -> Result<String, ErrorData> {
+    let bad = |why: &str| {
+        ErrorData::invalid_params(
+            format!(
+                "invalid resource URI {:?}: {why}; memories are memory://<store>/<path>, e.g. memory://memories/notes/rust.md",
+                crate::text::head_chars(uri, 200)
+            ),
+            None,
+        )
+    };
+    let rest = uri
+        .strip_prefix(SCHEME)
+        .ok_or_else(|| bad("it does not start with memory://"))?;
+    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    let mut bytes = Vec::with_capacity(rest.len());
+    let mut raw = rest.bytes();
+    while let Some(b) = raw.next() {
+        if b != b'%' {
+            bytes.push(b);
+            continue;
+        }
+        let hex = [raw.next(), raw.next()];
+        let value = match hex {
+            [Some(h), Some(l)] => std::str::from_utf8(&[h, l])
+                .ok()
+                .and_then(|s| u8::from_str_radix(s, 16).ok()),
+            _ => None,
+        };
+        bytes.push(value.ok_or_else(|| bad("a `%` is not followed by two hex digits"))?);
+    }
+    let path = String::from_utf8(bytes).map_err(|_| bad("it does not decode to UTF-8"))?;
+    if path.is_empty() {
+        return Err(bad("it names no store"));
+    }
+    Ok(format!("/{path}"))
+}
+
+fn mime(path: &str) -> &'static str {
+    if path.ends_with(".md") || path.ends_with(".markdown") {
+        "text/markdown"
+    } else {
+        "text/plain"
+    }
+}
+
+/// An error of a resource request: a missing memory is "resource not found".
+fn error(e: Error) -> ErrorData {
+    match e {
+        Error::NotFound { .. } | Error::IsFolder { .. } => {
+            ErrorData::resource_not_found(e.to_string(), None)
+        }
+        other => ErrorData::invalid_params(other.to_string(), None),
+    }
+}
+
+/// One page of memories; the first page also has each store's generated index (for a
+/// store without a MEMORY.md file).
+pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, ErrorData> {
+    let mut resources = Vec::new();
+    if cursor.is_none_or(str::is_empty) {
+        for store in m.stores() {
+            let index = format!("/{}/{INDEX}", store.name);
+            if matches!(m.text(&index), Err(Error::NotFound { .. })) {
+                resources.push(
+                    Resource::new(uri(&index), index)
+                        .with_title(format!("Index of /{}", store.name))
+                        .with_description(format!(
+                            "The memories of /{} with their descriptions (generated: the store has no {INDEX})",
+                            store.name
+                        ))
+                        .with_mime_type("text/markdown"),
+                );
+            }
+        }
+    }
+    let page = m
+        .list(&ListRequest {
+            path: None,
+            depth: None,
+            limit: PAGE,
+            cursor,
+        })
+        .map_err(error)?;
+    for e in page.entries.into_iter().filter(|e| !e.is_dir) {
+        let mut r = Resource::new(uri(&e.path), e.path.clone())
+            .with_mime_type(mime(&e.path))
+            .with_size(e.size_bytes);
+        if let Some(d) = e.description {
+            r = r.with_description(d);
+        }
+        resources.push(r);
+    }
+    let mut result = ListResourcesResult::with_all_items(resources);
+    result.next_cursor = page.next_cursor;
+    Ok(result)
+}
+
+pub fn templates() -> ListResourceTemplatesResult {
+    ListResourceTemplatesResult::with_all_items(vec![
+        ResourceTemplate::new("memory://{store}/{+path}", "memory")
+            .with_title("A memory")
+            .with_description(
+                "A memory by its store and path, e.g. memory://memories/notes/rust.md; memory://<store>/MEMORY.md is the store's index",
+            ),
+    ])
+}
+
+pub fn read(m: &Memdir, uri: &str) -> Result<ReadResourceResult, ErrorData> {
+    let path = path_of(uri)?;
+    let text = match m.text(&path) {
+        Ok(text) => text,
+        Err(Error::NotFound { .. }) if is_index(m, &path) => generated_index(m, &path)?,
+        Err(e) => return Err(error(e)),
+    };
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(text, uri).with_mime_type(mime(&path)),
+    ]))
+}
+
+/// Whether `path` is `/<store>/MEMORY.md` of a served store.
+fn is_index(m: &Memdir, path: &str) -> bool {
+    m.stores()
+        .iter()
+        .any(|s| path == format!("/{}/{INDEX}", s.name))
+}
+
+/// An index of the store at `index` (`/<store>/MEMORY.md`): one line per memory, with its
+/// frontmatter description, within the result budget.
+fn generated_index(m: &Memdir, index: &str) -> Result<String, ErrorData> {
+    let root = index.strip_suffix(INDEX).unwrap_or(index);
+    let mut out = format!(
+        "# Memory index of {}\n\nGenerated by memdir from the memories' frontmatter (this store has no {INDEX} file).\n\n",
+        root.trim_end_matches('/')
+    );
+    let budget = m.settings.result_budget;
+    let mut cursor: Option<String> = None;
+    let mut count = 0usize;
+    loop {
+        let page = m
+            .list(&ListRequest {
+                path: Some(root),
+                depth: None,
+                limit: PAGE,
+                cursor: cursor.as_deref(),
+            })
+            .map_err(error)?;
+        for e in page.entries.iter().filter(|e| !e.is_dir) {
+            let rel = e.path.strip_prefix(root).unwrap_or(&e.path);
+            // A link target with spaces or parentheses is written in angle brackets.
+            let target = if rel.contains([' ', '(', ')', '<', '>']) {
+                format!("<{}>", rel.replace('<', "%3C").replace('>', "%3E"))
+            } else {
+                rel.to_owned()
+            };
+            let line = match &e.description {
+                Some(d) => format!("- [{rel}]({target}) — {d}\n"),
+                None => format!("- [{rel}]({target})\n"),
+            };
+            if out.len() + line.len() > budget.saturating_sub(200) {
+                out.push_str(&format!(
+                    "\n[... {} more memories not shown: list them with memory_list]\n",
+                    page.total.saturating_sub(count)
+                ));
+                return Ok(out);
+            }
+            out.push_str(&line);
+            count += 1;
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    if count == 0 {
+        out.push_str("(no memories yet)\n");
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{path_of, uri};
+
+    #[test]
+    fn uris_encode_and_decode_paths() {
+        assert_eq!(
+            uri("/memories/notes/rust.md"),
+            "memory://memories/notes/rust.md"
+        );
+        assert_eq!(
+            uri("/memories/a b/ü.md"),
+            "memory://memories/a%20b/%C3%BC.md"
+        );
+        for p in ["/memories/a b/ü.md", "/m/100%.md", "/m/x?y#z.md"] {
+            assert_eq!(path_of(&uri(p)).unwrap(), p);
+        }
+        assert!(path_of("file:///etc/passwd").is_err());
+        assert!(path_of("memory://m/%zz").is_err());
+        assert!(path_of("memory://m/%ff.md").is_err());
+        assert!(path_of("memory://").is_err());
+        // Decoding happens before the path policy, which then refuses `..`.
+        assert_eq!(path_of("memory://m/%2e%2e/x").unwrap(), "/m/../x");
+    }
+}

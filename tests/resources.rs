@@ -1,0 +1,141 @@
+//! MCP resources through the real binary and the rmcp client: every memory is
+//! `memory://<store>/<path>`, each store has a `MEMORY.md` index, and resource URIs are
+//! held to the same path policy as tool paths.
+
+mod common;
+
+use common::{Sandbox, Server};
+use rmcp::model::{ReadResourceRequestParams, ResourceContents};
+use serde_json::json;
+
+async fn read(s: &Server, uri: &str) -> Result<(String, Option<String>), String> {
+    match s
+        .client
+        .read_resource(ReadResourceRequestParams::new(uri))
+        .await
+    {
+        Ok(result) => {
+            assert_eq!(result.contents.len(), 1);
+            match &result.contents[0] {
+                ResourceContents::TextResourceContents {
+                    uri: got,
+                    mime_type,
+                    text,
+                    ..
+                } => {
+                    assert_eq!(got, uri);
+                    Ok((text.clone(), mime_type.clone()))
+                }
+                other => panic!("{uri}: not text: {other:?}"),
+            }
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+#[tokio::test]
+async fn every_memory_is_a_resource_and_each_store_has_an_index() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/notes/rust.md", "content": "---\ndescription: Rust conventions\n---\nuse cargo fmt\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/a b/ü.txt", "content": "plain\n"}),
+    )
+    .await;
+    std::fs::write(sb.store().join(".hidden.md"), "not a resource").unwrap();
+
+    let resources = s.client.list_all_resources().await.unwrap();
+    let uris: Vec<&str> = resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(
+        uris,
+        [
+            "memory://memories/MEMORY.md",
+            "memory://memories/a%20b/%C3%BC.txt",
+            "memory://memories/notes/rust.md"
+        ]
+    );
+    let rust = &resources[2];
+    assert_eq!(rust.name, "/memories/notes/rust.md");
+    assert_eq!(rust.description.as_deref(), Some("Rust conventions"));
+    assert_eq!(rust.mime_type.as_deref(), Some("text/markdown"));
+    assert_eq!(rust.size, Some(52));
+    assert_eq!(resources[1].mime_type.as_deref(), Some("text/plain"));
+
+    let templates = s.client.list_all_resource_templates().await.unwrap();
+    assert_eq!(templates.len(), 1);
+    assert_eq!(templates[0].uri_template, "memory://{store}/{+path}");
+
+    let (text, mime) = read(&s, "memory://memories/notes/rust.md").await.unwrap();
+    assert_eq!(
+        text,
+        "---\ndescription: Rust conventions\n---\nuse cargo fmt\n"
+    );
+    assert_eq!(mime.as_deref(), Some("text/markdown"));
+    let (text, _) = read(&s, "memory://memories/a%20b/%C3%BC.txt")
+        .await
+        .unwrap();
+    assert_eq!(text, "plain\n");
+
+    // No MEMORY.md: one is generated from the frontmatter descriptions.
+    let (index, _) = read(&s, "memory://memories/MEMORY.md").await.unwrap();
+    assert!(
+        index.contains("- [notes/rust.md](notes/rust.md) — Rust conventions")
+            && index.contains("- [a b/ü.txt](<a b/ü.txt>)")
+            && !index.contains("hidden"),
+        "{index}"
+    );
+    // With one, it is the file, and it is listed like any memory.
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/MEMORY.md", "content": "# Index\n- notes/rust.md\n"}),
+    )
+    .await;
+    let (index, _) = read(&s, "memory://memories/MEMORY.md").await.unwrap();
+    assert_eq!(index, "# Index\n- notes/rust.md\n");
+    let listed = s.client.list_all_resources().await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .filter(|r| r.uri == "memory://memories/MEMORY.md")
+            .count(),
+        1
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn resource_uris_are_held_to_the_path_policy() {
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink(sb.outside().join("canary.txt"), sb.store().join("link.md"))
+        .unwrap();
+    let snapshot = sb.outside_snapshot();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/x.md", "content": "x\n"}),
+    )
+    .await;
+    let host = sb.tmp.path().to_string_lossy().into_owned();
+    for (uri, expect) in [
+        ("memory://memories/missing.md", "-32002"),
+        ("memory://memories/%2e%2e/outside/canary.txt", "`..`"),
+        ("memory://memories/../outside/canary.txt", "`..`"),
+        ("memory://memories/link.md", "outside the store"),
+        ("memory://memories/%zz", "hex digits"),
+        ("memory://nostore/x.md", "no store named"),
+        ("file:///etc/passwd", "memory://"),
+        ("memory://memories/.memdir/lock", "reserved"),
+        ("memory://memories", "-32002"),
+    ] {
+        let e = read(&s, uri).await.expect_err(uri);
+        assert!(e.contains(expect), "{uri}: {e}");
+        assert!(!e.contains(&host), "{uri}: {e}");
+    }
+    assert_eq!(sb.outside_snapshot(), snapshot);
+    s.stop().await;
+}
