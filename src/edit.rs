@@ -31,15 +31,25 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
         })),
         n if n > 1 && !replace_all => {
             let newlines = newline_offsets(text);
-            let lines = starts
-                .iter()
-                .take(LISTED_LINES)
-                .map(|&i| line_at(&newlines, i))
-                .collect();
+            // Each line with a match once, in order, the first LISTED_LINES of them.
+            let mut lines: Vec<usize> = Vec::new();
+            let mut more_lines = false;
+            for &i in &starts {
+                let line = line_at(&newlines, i);
+                if lines.last() == Some(&line) {
+                    continue;
+                }
+                if lines.len() == LISTED_LINES {
+                    more_lines = true;
+                    break;
+                }
+                lines.push(line);
+            }
             Err(Error::Edit(EditFault::Ambiguous {
                 path: path.to_owned(),
                 old: old.to_owned(),
                 lines,
+                more_lines,
                 count: n,
             }))
         }

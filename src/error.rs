@@ -134,8 +134,8 @@ pub enum EditFault {
         crate::text::head_chars(old, QUOTED_CHARS)
     )]
     NoMatch { path: String, old: String },
-    /// `old_str` occurs `count` times; `lines` holds the line of each of the first
-    /// [`LISTED_LINES`] occurrences.
+    /// `old_str` occurs `count` times; `lines` holds the lines it occurs on, each once,
+    /// at most [`LISTED_LINES`] of them (`more_lines`: it occurs on others too).
     #[error(
         "No replacement was performed. Multiple occurrences of old_str `{}` in lines: {}. Please ensure it is unique (include more surrounding text), or set replace_all to true.",
         crate::text::head_chars(old, QUOTED_CHARS),
@@ -145,6 +145,7 @@ pub enum EditFault {
         path: String,
         old: String,
         lines: Vec<usize>,
+        more_lines: bool,
         count: usize,
     },
     #[error(
@@ -153,12 +154,12 @@ pub enum EditFault {
     InsertLine { line: i64, lines: usize },
 }
 
-/// Line numbers listed in an ambiguous-match error before the rest are only counted.
+/// Lines listed in an ambiguous-match error before the rest are only counted.
 pub const LISTED_LINES: usize = 20;
 /// Characters of `old_str` quoted back in an error.
 const QUOTED_CHARS: usize = 200;
 
-/// `1, 3, 7`, and the count when there are more occurrences than listed lines.
+/// `1, 3, 7`, and the count of occurrences when there are more than listed lines.
 pub fn listed_lines(lines: &[usize], count: usize) -> String {
     let mut listed: Vec<String> = lines.iter().map(usize::to_string).collect();
     if count > lines.len() {

@@ -195,6 +195,16 @@ pub fn parse_path(raw: &str, stores: &[&str]) -> Result<MemPath> {
     }
 }
 
+/// Whether a name found on disk could be written in a path: a file named with a control
+/// character, a look-alike slash or in decomposed Unicode (made outside memdir) can be
+/// neither read nor changed through a tool, so listings leave it out.
+pub fn addressable_name(name: &str) -> bool {
+    !name.contains('/')
+        && name.chars().all(|c| forbidden_char(c).is_none())
+        && is_nfc(name)
+        && check_segment(name, name).is_ok()
+}
+
 /// Checks one segment of a memory path. Also used for store-level names.
 pub fn check_segment(raw: &str, seg: &str) -> Result<()> {
     let bad = |reason: &str| Err(Error::invalid_path(raw, reason));

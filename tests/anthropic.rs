@@ -295,6 +295,19 @@ async fn every_error_string_is_the_memory_tools_own_and_changes_nothing() {
             "The destination /memories/dir/b.md already exists",
         ),
         (
+            json!({"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/a.md"}),
+            "The destination /memories/a.md already exists",
+        ),
+        (
+            json!({"command": "rename", "old_path": "/memories/gone.md", "new_path": "/memories/gone.md"}),
+            "The path /memories/gone.md does not exist",
+        ),
+        (
+            // Every occurrence counts, listed by line.
+            json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "1", "new_str": "w"}),
+            "No replacement was performed. Multiple occurrences of old_str `1` in lines: 1, 3. Please ensure it is unique",
+        ),
+        (
             json!({"command": "str_replace", "path": "/memories/a.md", "old_str": "z = 3", "new_str": "w"}),
             "No replacement was performed, old_str `z = 3` did not appear verbatim in /memories/a.md.",
         ),
@@ -489,6 +502,15 @@ async fn it_works_on_the_same_stores_and_history_as_the_memory_tools() {
         e.contains("/memories/big.md") && !e.contains("/notes/"),
         "{e}"
     );
+    let e = memory_err(
+        &s,
+        json!({"command": "create", "path": "/memories/topic.md/x.md", "file_text": "x"}),
+    )
+    .await;
+    assert!(
+        e.contains("`/memories/topic.md`") && !e.contains("/notes"),
+        "{e}"
+    );
     assert!(!archive.join("new.md").exists());
     s.stop().await;
 }
@@ -517,4 +539,82 @@ async fn a_later_store_named_memories_is_refused_with_the_anthropic_tools() {
         "{stderr}"
     );
     assert!(out.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn views_stay_within_the_result_budget_and_say_how_to_go_on() {
+    let sb = Sandbox::new();
+    let long_dir = "d".repeat(200);
+    std::fs::create_dir_all(sb.store().join(&long_dir)).unwrap();
+    std::fs::write(
+        sb.store().join(&long_dir).join("lines.md"),
+        "x\n".repeat(51_200),
+    )
+    .unwrap();
+    std::fs::write(
+        sb.store().join("one_line.md"),
+        format!("{}\nsecond\n", "y".repeat(100_000)),
+    )
+    .unwrap();
+    let s = sb.serve_with(&["--tools", "anthropic"]).await;
+    let path = format!("/memories/{long_dir}/lines.md");
+    // Page through the whole file by the notes' view_range: every line once, in order.
+    let mut view = memory_ok(&s, json!({"command": "view", "path": path})).await;
+    let mut seen = 0usize;
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        assert!(view.len() <= 65_536, "page {pages}: {} bytes", view.len());
+        for line in view.lines().skip(1).filter(|l| l.ends_with("\tx")) {
+            let n: usize = line
+                .trim_start()
+                .split('\t')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert_eq!(n, seen + 1, "page {pages}");
+            seen = n;
+        }
+        let Some(next) = view
+            .lines()
+            .last()
+            .and_then(|note| note.split("view_range [").nth(1))
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.parse::<usize>().ok())
+        else {
+            break;
+        };
+        assert_eq!(next, seen + 1);
+        view = memory_ok(
+            &s,
+            json!({"command": "view", "path": path, "view_range": [next, -1]}),
+        )
+        .await;
+    }
+    assert_eq!(seen, 51_200);
+    assert!(pages > 1);
+
+    // One line longer than a result: its head, and where the next lines are.
+    let view = memory_ok(
+        &s,
+        json!({"command": "view", "path": "/memories/one_line.md"}),
+    )
+    .await;
+    assert!(view.len() <= 65_536, "{} bytes", view.len());
+    assert!(
+        view.ends_with("The next lines continue with view_range [2, -1]. To change it, use str_replace with old_str taken from the part shown.]"),
+        "{}",
+        &view[view.len() - 300..]
+    );
+    let second = memory_ok(
+        &s,
+        json!({"command": "view", "path": "/memories/one_line.md", "view_range": [2, -1]}),
+    )
+    .await;
+    assert_eq!(
+        second,
+        "Here's the content of /memories/one_line.md with line numbers:\n     2\tsecond"
+    );
+    s.stop().await;
 }

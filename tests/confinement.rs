@@ -1274,6 +1274,31 @@ async fn fifos_never_hang_the_server() {
         env.call_within(FIFO_TIMEOUT, tool, args).await;
         env.assert_outside_unchanged(tool);
     }
+    // A FIFO where a folder is expected (a write, move or delete beneath it) is named
+    // as not a folder at once: opening it as one would wait for a writer forever while
+    // holding the store's lock, and every later write would wait behind it.
+    for (tool, args) in [
+        (
+            "memory_write",
+            json!({"path": "/memories/pipe.md/new.md", "content": "x"}),
+        ),
+        (
+            "memory_edit",
+            json!({"path": "/memories/real.md", "new_path": "/memories/pipe.md/real.md"}),
+        ),
+        ("memory_delete", json!({"path": "/memories/pipe.md/x.md"})),
+    ] {
+        let e = env.err_within(FIFO_TIMEOUT, tool, args).await;
+        assert!(e.contains("pipe.md"), "{tool}: {e}");
+    }
+    let r = env
+        .call_within(
+            FIFO_TIMEOUT,
+            "memory_write",
+            json!({"path": "/memories/after_fifo.md", "content": "the lock is free\n"}),
+        )
+        .await;
+    assert!(!r.is_error, "a write after the FIFO calls: {}", r.text);
     // The outside FIFO is still a FIFO (nothing replaced or wrote it).
     use std::os::unix::fs::FileTypeExt;
     let ft = std::fs::symlink_metadata(env.sb.outside().join("fifo"))

@@ -655,6 +655,27 @@ async fn tool_calls_with_wrong_types_are_errors() {
         let reply = server.call(tool, arguments).await;
         assert_refused(&reply, &what);
     }
+    // A value of the wrong type is named by its field, so the model knows what to fix.
+    for (tool, arguments, field) in [
+        ("memory_write", json!({"path": 5, "content": "x"}), "`path`"),
+        (
+            "memory_edit",
+            json!({"path": "t.md", "insert_line": "2", "insert_text": "a"}),
+            "`insert_line`",
+        ),
+        (
+            "memory_read",
+            json!({"path": "t.md", "view_range": ["1", "2"]}),
+            "`view_range[0]`",
+        ),
+    ] {
+        let reply = server.call(tool, arguments).await;
+        let text = tool_result(&reply)["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(text.contains(field), "{tool}: {text}");
+    }
     server.assert_still_serves().await;
     let store = server.store();
     let rest = server.finish().await;
@@ -1152,4 +1173,74 @@ async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() 
     let peak = peak_rss_mib(pid);
     assert!(peak < 80, "peak memory {peak} MiB after all answers");
     server.assert_still_serves().await;
+}
+
+#[tokio::test]
+async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
+    let mut server = Raw::spawn();
+    era_request(&mut server, 1, "server/discover", json!({}), "listener").await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "2.0"}
+    });
+    let listen = json!({
+        "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
+        "params": {
+            "_meta": meta,
+            "notifications": {
+                "resourcesListChanged": true,
+                "resourceSubscriptions": ["memory://memories/a.md", "memory://memories/../x"]
+            }
+        }
+    });
+    server.send_line(&listen.to_string()).await;
+    let ack = server.recv().await;
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    // The URI that names no valid memory path is not accepted.
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["memory://memories/a.md"]),
+        "{ack}"
+    );
+
+    std::fs::write(server.store().join("a.md"), "written outside\n").unwrap();
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let note = server.recv().await;
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
+            "{note}"
+        );
+        got.push(note["method"].as_str().unwrap_or_default().to_owned());
+    }
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "notifications/resources/list_changed",
+            "notifications/resources/updated"
+        ]
+    );
+
+    // Cancelled: nothing more on it.
+    server
+        .send_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+                .to_string(),
+        )
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    std::fs::write(server.store().join("a.md"), "again\n").unwrap();
+    std::fs::write(server.store().join("b.md"), "new\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let rest = server.finish().await;
+    assert!(rest.is_empty(), "after cancelling: {rest:?}");
 }

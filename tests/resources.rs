@@ -139,3 +139,120 @@ async fn resource_uris_are_held_to_the_path_policy() {
     assert_eq!(sb.outside_snapshot(), snapshot);
     s.stop().await;
 }
+
+/// A client that reports the resource notifications it gets.
+#[derive(Clone)]
+struct Notes(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl rmcp::ClientHandler for Notes {
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send(format!("updated {}", params.uri));
+    }
+
+    async fn on_resource_list_changed(
+        &self,
+        _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+    ) {
+        let _ = self.0.send("list_changed".into());
+    }
+}
+
+/// The notifications that arrive within `window`, in order.
+async fn notes_within(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<String>,
+    window: std::time::Duration,
+) -> Vec<String> {
+    let mut got = Vec::new();
+    let end = tokio::time::Instant::now() + window;
+    while let Ok(Some(note)) = tokio::time::timeout_at(end, rx.recv()).await {
+        got.push(note);
+    }
+    got
+}
+
+// `resources/subscribe` is the 2025 era's model, which rmcp marks deprecated in favour of
+// 2026-07-28's `subscriptions/listen` (tested in tests/protocol.rs); clients use both.
+#[allow(deprecated)]
+#[tokio::test]
+async fn subscribers_hear_of_changes_made_by_the_server_and_outside_it() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{SubscribeRequestParams, UnsubscribeRequestParams};
+    use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+    use std::time::Duration;
+
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let cmd = tokio::process::Command::new(common::BIN).configure(|c| {
+        c.arg("--root").arg(&store).arg("--no-index");
+    });
+    let (transport, _stderr) = TokioChildProcess::builder(cmd)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn memdir");
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let client = Notes(tx).serve(transport).await.expect("handshake");
+    let caps = client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .clone();
+    let resources = caps.resources.expect("resources capability");
+    assert_eq!(
+        (resources.subscribe, resources.list_changed),
+        (Some(true), Some(true))
+    );
+    let call = |path: &str, content: &str| {
+        let mut args = serde_json::Map::new();
+        args.insert("path".into(), json!(path));
+        args.insert("content".into(), json!(content));
+        rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(args)
+    };
+    let window = Duration::from_millis(1000);
+
+    client
+        .subscribe(SubscribeRequestParams::new("memory://memories/a.md"))
+        .await
+        .unwrap();
+    // Created through the server: the memory is updated and the list changed.
+    client
+        .call_tool(call("/memories/a.md", "one\n"))
+        .await
+        .unwrap();
+    let got = notes_within(&mut rx, window).await;
+    assert!(
+        got.contains(&"updated memory://memories/a.md".to_string()),
+        "{got:?}"
+    );
+    assert!(got.contains(&"list_changed".to_string()), "{got:?}");
+    // Changed in an editor: updated, the list is the same.
+    std::fs::write(store.join("a.md"), "edited outside\n").unwrap();
+    let got = notes_within(&mut rx, window).await;
+    assert_eq!(got, ["updated memory://memories/a.md"]);
+    // Another memory appears outside: only the list changed.
+    std::fs::write(store.join("b.md"), "new\n").unwrap();
+    let got = notes_within(&mut rx, window).await;
+    assert_eq!(got, ["list_changed"]);
+    // Hidden files are not memories.
+    std::fs::write(store.join(".scratch"), "x").unwrap();
+    assert_eq!(notes_within(&mut rx, window).await, Vec::<String>::new());
+    // Unsubscribed: no more updates, still list changes.
+    client
+        .unsubscribe(UnsubscribeRequestParams::new("memory://memories/a.md"))
+        .await
+        .unwrap();
+    std::fs::remove_file(store.join("a.md")).unwrap();
+    let got = notes_within(&mut rx, window).await;
+    assert_eq!(got, ["list_changed"]);
+    // A URI that names no valid memory path is refused.
+    let e = client
+        .subscribe(SubscribeRequestParams::new("memory://memories/../x"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("`..`"), "{e}");
+    client.cancel().await.unwrap();
+}

@@ -1116,3 +1116,70 @@ async fn the_memory_protocol_prompt_speaks_of_the_offered_tools_and_the_topic() 
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn names_no_path_can_name_are_left_out_of_listings() {
+    // Made outside memdir: a name with a newline (which would forge a line in a text
+    // listing), one in decomposed Unicode, one with a look-alike slash. No tool can
+    // address them, so no listing shows them; ordinary names beside them are listed.
+    let sb = Sandbox::new();
+    for name in [
+        "evil\n1.0K\tfake.md",
+        "e\u{301}.md",
+        "a\u{2215}b.md",
+        "ok.md",
+    ] {
+        std::fs::write(sb.store().join(name), "x\n").unwrap();
+    }
+    let s = sb.serve_with(&["--tools", "all"]).await;
+    let listed = s.ok("memory_list", json!({})).await;
+    let paths: Vec<&str> = listed["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert_eq!(paths, ["/memories/ok.md"]);
+    let view = s
+        .call("memory", json!({"command": "view", "path": "/memories"}))
+        .await;
+    assert_eq!(view.text.lines().count(), 3, "{}", view.text);
+    assert!(
+        view.text.ends_with("\n2B\t/memories\n2B\t/memories/ok.md"),
+        "{}",
+        view.text
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_trailing_slash_names_a_folder_in_deletes_and_moves_too() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
+        .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "dir/b.md", "content": "b\n"}),
+    )
+    .await;
+    let e = s.err("memory_delete", json!({"path": "a.md/"})).await;
+    assert!(e.contains("is a file, not a folder"), "{e}");
+    let e = s
+        .err("memory_edit", json!({"path": "a.md", "new_path": "q/"}))
+        .await;
+    assert!(e.contains("names a folder"), "{e}");
+    let e = s
+        .err("memory_edit", json!({"path": "a.md/", "new_path": "q.md"}))
+        .await;
+    assert!(e.contains("is a file, not a folder"), "{e}");
+    assert!(sb.store().join("a.md").is_file());
+    assert!(!sb.store().join("q").exists() && !sb.store().join("q.md").exists());
+    // Folders take it, either way.
+    s.ok("memory_edit", json!({"path": "dir/", "new_path": "dir2/"}))
+        .await;
+    assert!(sb.store().join("dir2/b.md").is_file());
+    s.ok("memory_delete", json!({"path": "dir2/"})).await;
+    assert!(!sb.store().join("dir2").exists());
+    s.stop().await;
+}

@@ -107,13 +107,13 @@ fn model_replace(text: &str, old: &str, new: &str, replace_all: bool) -> Model {
         return Err("did not appear verbatim".into());
     }
     if starts.len() > 1 && !replace_all {
-        // The first 20 lines are listed, then the count.
-        let mut lines: Vec<String> = starts
-            .iter()
-            .take(20)
-            .map(|&s| line_at(text, s).to_string())
-            .collect();
-        if starts.len() > 20 {
+        // The lines with a match, each once, at most 20; then the count of occurrences
+        // when there are more occurrences than listed lines.
+        let mut distinct: Vec<usize> = starts.iter().map(|&s| line_at(text, s)).collect();
+        distinct.dedup();
+        distinct.truncate(20);
+        let mut lines: Vec<String> = distinct.iter().map(usize::to_string).collect();
+        if starts.len() > distinct.len() {
             lines.push(format!("… ({} occurrences in all)", starts.len()));
         }
         return Err(format!("lines: {}.", lines.join(", ")));

@@ -8,7 +8,6 @@
 //! Paths: `/memories` is the first store whatever its name; every other store is
 //! `/<name>`. Results name paths as the agent wrote them.
 
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
@@ -16,9 +15,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::MemdirServer;
+use super::params::Args;
 use super::schema::input;
 use super::tools::actor;
-use crate::error::{EditFault, Error, LISTED_LINES};
+use crate::error::{EditFault, Error};
 use crate::memory::{EditOp, EditRequest, Memdir, WriteRequest};
 use crate::text;
 
@@ -109,7 +109,7 @@ impl MemdirServer {
     )]
     async fn memory(
         &self,
-        Parameters(p): Parameters<MemoryParams>,
+        Args(p): Args<MemoryParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let actor = actor(&ctx);
@@ -170,6 +170,8 @@ struct Mapped<'a> {
     canonical: String,
     /// The root the agent path starts with (`/memories`, or `/<store>`).
     root: String,
+    /// The canonical root of the store it maps to (`/<store>`).
+    store_root: String,
 }
 
 impl Mapped<'_> {
@@ -191,13 +193,32 @@ impl Mapped<'_> {
         format!("Path {} would escape {} directory", self.shown, self.root)
     }
 
-    /// `message` with the canonical path replaced by the agent's.
+    /// `message` with paths in the agent's terms: the store's canonical root (`/notes`)
+    /// written as the root the agent uses for it (`/memories`), wherever it starts a path.
     fn renamed(&self, message: String) -> String {
-        if self.canonical == self.shown {
-            message
-        } else {
-            message.replace(&self.canonical, self.shown)
+        if self.store_root == self.root {
+            return message;
         }
+        let mut out = String::with_capacity(message.len());
+        let mut rest = message.as_str();
+        while let Some(at) = rest.find(&self.store_root) {
+            let after = &rest[at + self.store_root.len()..];
+            let before = rest[..at].chars().next_back();
+            let starts_path = !before.is_some_and(|c| c.is_alphanumeric() || c == '/');
+            let ends_segment = after
+                .chars()
+                .next()
+                .is_none_or(|c| matches!(c, '/' | '`' | ' ' | ',' | ';' | ')' | '\''));
+            out.push_str(&rest[..at]);
+            out.push_str(if starts_path && ends_segment {
+                &self.root
+            } else {
+                &self.store_root
+            });
+            rest = after;
+        }
+        out.push_str(rest);
+        out
     }
 }
 
@@ -210,21 +231,24 @@ fn map<'a>(m: &Memdir, shown: &'a str) -> Result<Mapped<'a>, String> {
             .filter(|rest| rest.is_empty() || rest.starts_with('/'))
             .map(str::to_owned)
     };
-    let (root, canonical) = if let Some(rest) = under(ROOT) {
-        (ROOT.to_owned(), format!("/{}{rest}", stores[0].name))
+    let (root, store_root, canonical) = if let Some(rest) = under(ROOT) {
+        let store_root = format!("/{}", stores[0].name);
+        let canonical = format!("{store_root}{rest}");
+        (ROOT.to_owned(), store_root, canonical)
     } else {
         stores
             .iter()
             .skip(1)
             .map(|s| format!("/{}", s.name))
             .find(|root| root != ROOT && under(root).is_some())
-            .map(|root| (root, shown.to_owned()))
+            .map(|root| (root.clone(), root, shown.to_owned()))
             .ok_or_else(|| format!("Path must start with {ROOT}, got: {shown}"))?
     };
     let mapped = Mapped {
         shown,
         canonical,
         root,
+        store_root,
     };
     if shown.split('/').any(|segment| segment == "..") {
         return Err(mapped.escape());
@@ -249,8 +273,9 @@ fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<String, String
         Some(&[start, end]) => Some((start.max(1), end)),
         Some(_) => return Err("Invalid `view_range`. It should be a list of two integers.".into()),
     };
+    let header = format!("Here's the content of {shown} with line numbers:\n");
     let read = m
-        .read(&at.canonical, range)
+        .read_within(&at.canonical, range, header.len())
         .map_err(|e| at.error(e, &missing(shown)))?;
     if read.total_lines > MAX_LINES {
         return Err(format!(
@@ -258,14 +283,23 @@ fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<String, String
         ));
     }
     let lines = text::lines(&read.content);
-    let mut out = format!("Here's the content of {shown} with line numbers:\n");
+    let mut out = header;
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         text::numbered_line(&mut out, read.start_line + i, line);
     }
-    if read.truncated {
+    if let Some((n, len, shown_bytes)) = read.long_line {
+        out.push_str(&format!(
+            "\n[Line {n} is {len} bytes, longer than one result can hold: only its first {shown_bytes} bytes are shown.{} To change it, use str_replace with old_str taken from the part shown.]",
+            if n < read.total_lines {
+                format!(" The next lines continue with view_range [{}, -1].", n + 1)
+            } else {
+                String::new()
+            }
+        ));
+    } else if read.truncated {
         out.push_str(&format!(
             "\n[Showing lines {}-{} of {}: the rest does not fit in one result. View the rest with view_range [{}, -1].]",
             read.start_line,
@@ -313,7 +347,8 @@ fn human_size(bytes: u64) -> String {
     }
     let mut size = bytes as f64 / 1024.0;
     let mut unit = 0;
-    while size >= 1024.0 && unit < 3 {
+    // 1023.96K prints as 1.0M, not 1024.0K.
+    while size >= 1023.95 && unit < 3 {
         size /= 1024.0;
         unit += 1;
     }
@@ -368,14 +403,14 @@ fn edit(m: &Memdir, at: &Mapped, op: EditOp, actor: &str) -> Result<String, Stri
         ),
         Error::Edit(EditFault::Ambiguous {
             old,
-            mut lines,
+            lines,
+            more_lines,
             count,
             ..
         }) => {
-            let listed = lines.len();
-            lines.dedup();
+            // The tool's words list each line once; past the listed lines, the count.
             let mut numbers: Vec<String> = lines.iter().map(usize::to_string).collect();
-            if count > listed && listed == LISTED_LINES {
+            if more_lines {
                 numbers.push(format!("… ({count} occurrences in all)"));
             }
             format!(
@@ -432,7 +467,11 @@ fn rename(m: &Memdir, from: &str, to: &str, actor: &str) -> Result<String, Strin
     let target = map(m, to)?;
     let taken = || format!("The destination {to} already exists");
     if source.canonical.trim_end_matches('/') == target.canonical.trim_end_matches('/') {
-        return Err(taken());
+        // Onto itself: taken if it exists at all.
+        return Err(match m.tree(&source.canonical, 1) {
+            Ok(_) | Err(Error::NotAFolder { .. }) => taken(),
+            Err(e) => source.error(e, &format!("The path {from} does not exist")),
+        });
     }
     let moved = m.edit(&EditRequest {
         path: &source.canonical,
@@ -465,5 +504,7 @@ mod tests {
         assert_eq!(human_size(1536), "1.5K");
         assert_eq!(human_size(4096), "4.0K");
         assert_eq!(human_size(2_200_000), "2.1M");
+        assert_eq!(human_size(1_048_575), "1.0M");
+        assert_eq!(human_size(1_048_500), "1023.9K");
     }
 }

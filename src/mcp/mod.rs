@@ -9,6 +9,7 @@ mod params;
 mod resources;
 mod schema;
 mod stdio;
+mod subscribe;
 mod tools;
 
 use std::sync::Arc;
@@ -20,9 +21,10 @@ use rmcp::model::{
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
     Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
-    ServerCapabilities, ServerConfig,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::RequestContext;
+use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
 
@@ -67,6 +69,8 @@ pub struct MemdirServer {
     tool_router: ToolRouter<Self>,
     /// Whether this connection's `initialize` has been answered.
     initialized: Arc<AtomicBool>,
+    /// Who wants resource notifications.
+    subscriptions: Arc<subscribe::Subscriptions>,
 }
 
 impl MemdirServer {
@@ -90,6 +94,7 @@ impl MemdirServer {
             tools,
             tool_router,
             initialized: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -108,6 +113,16 @@ impl MemdirServer {
                     "internal error while running the tool; nothing acknowledged was lost, please retry".into(),
                 ))
             })
+    }
+
+    /// The canonical path of a resource URI to subscribe to: it must name a valid memory
+    /// path in a served store (the memory itself may not exist yet).
+    fn subscription_path(&self, uri: &str) -> Result<String, ErrorData> {
+        let path = resources::path_of(uri)?;
+        self.memdir
+            .path(&path)
+            .map(|p| p.canonical())
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
     }
 
     /// Runs a resource request's library work on a blocking thread.
@@ -228,6 +243,8 @@ impl ServerHandler for MemdirServer {
                 .enable_tools()
                 .enable_prompts()
                 .enable_resources()
+                .enable_resources_subscribe()
+                .enable_resources_list_changed()
                 .build(),
         )
         .with_server_info(
@@ -258,11 +275,80 @@ impl ServerHandler for MemdirServer {
     async fn list_resources(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
         let cursor = request.and_then(|r| r.cursor);
-        self.run_resource(move |m| resources::list(m, cursor.as_deref()))
-            .await
+        let listed = self
+            .run_resource(move |m| resources::list(m, cursor.as_deref()))
+            .await?;
+        // A client of the 2025 era (one that sent `initialize`) that lists resources
+        // gets `notifications/resources/list_changed` from now on; one of the 2026-07-28
+        // era asks for it with `subscriptions/listen`.
+        if context.peer.peer_info().is_some() {
+            self.subscriptions.listed(&self.memdir, &context.peer).await;
+        }
+        Ok(listed)
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let path = self.subscription_path(&request.uri)?;
+        self.subscriptions
+            .subscribe(&self.memdir, &context.peer, request.uri, path)
+            .await;
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscriptions.unsubscribe(&request.uri);
+        Ok(())
+    }
+
+    /// `subscriptions/listen` (2026-07-28): resource list changes and updates of the
+    /// requested memory URIs; URIs that name no valid memory path are left out.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        // rmcp acknowledges the stream before `listen` runs: the watches must exist by
+        // then, or a change right after the acknowledgment would be missed.
+        self.subscriptions.prepare(&self.memdir);
+        let mut accepted = SubscriptionFilter::new();
+        accepted.resources_list_changed = requested.resources_list_changed;
+        accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
+            uris.iter()
+                .filter(|uri| self.subscription_path(uri).is_ok())
+                .cloned()
+                .collect()
+        });
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let accepted = context.accepted();
+        let uris = accepted
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter_map(|uri| Some((uri.clone(), self.subscription_path(uri).ok()?)))
+            .collect();
+        let list_changed = accepted.resources_list_changed == Some(true);
+        let key = self
+            .subscriptions
+            .listen(&self.memdir, context.sink().clone(), uris, list_changed)
+            .await;
+        context.cancelled().await;
+        self.subscriptions.forget(key);
+        Ok(())
     }
 
     async fn list_resource_templates(

@@ -1,8 +1,39 @@
 //! Tool inputs as the model sees them: every `///` line here becomes schema text the model
 //! reads, so they are written as instructions, with units, defaults and examples.
 
+use rmcp::ErrorData;
+use rmcp::handler::server::common::FromContextPart;
+use rmcp::handler::server::tool::ToolCallContext;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+/// A tool's arguments, parsed so that an error names the field it is about (rmcp's own
+/// extractor says only "invalid type: string \"1\", expected i64"). rmcp turns an error
+/// with its prefix `failed to deserialize parameters:` into an `isError` tool result,
+/// which the model can read and act on.
+pub struct Args<T>(pub T);
+
+impl<S, T: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Args<T> {
+    fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
+        let arguments = context.arguments.take().unwrap_or_default();
+        serde_path_to_error::deserialize(serde_json::Value::Object(arguments))
+            .map(Args)
+            .map_err(|e| {
+                let field = e.path().to_string();
+                let error = e.into_inner();
+                let message = if field.is_empty() || field == "." {
+                    error.to_string()
+                } else {
+                    format!("`{field}`: {error}")
+                };
+                ErrorData::invalid_params(
+                    format!("failed to deserialize parameters: {message}"),
+                    None,
+                )
+            })
+    }
+}
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,14 +1,14 @@
 //! The `memory_*` tools: each parses its parameters, runs the library operation on a
 //! blocking thread, and answers with `structuredContent` plus a compact text rendering.
 
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::output::{DeleteOut, EditOut, HistoryOut, ListOut, ReadOut, SearchOut, WriteOut};
 use super::params::{
-    DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams, WriteParams,
+    Args, DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams,
+    WriteParams,
 };
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
@@ -34,10 +34,7 @@ impl MemdirServer {
         output_schema = output::<ListOut>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn memory_list(
-        &self,
-        Parameters(p): Parameters<ListParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    async fn memory_list(&self, Args(p): Args<ListParams>) -> Result<CallToolResult, ErrorData> {
         let result = self
             .run(move |m| {
                 let limit = clamp(p.limit, DEFAULT_LIST_LIMIT, MAX_LIST_LIMIT, "limit")?;
@@ -74,7 +71,7 @@ impl MemdirServer {
     )]
     async fn memory_search(
         &self,
-        Parameters(p): Parameters<SearchParams>,
+        Args(p): Args<SearchParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let query = p.query.clone();
@@ -110,10 +107,7 @@ impl MemdirServer {
         output_schema = output::<ReadOut>(),
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
-    async fn memory_read(
-        &self,
-        Parameters(p): Parameters<ReadParams>,
-    ) -> Result<CallToolResult, ErrorData> {
+    async fn memory_read(&self, Args(p): Args<ReadParams>) -> Result<CallToolResult, ErrorData> {
         let result = self
             .run(move |m| m.read(&p.path, p.view_range.map(|[a, b]| (a, b))))
             .await;
@@ -133,7 +127,7 @@ impl MemdirServer {
     )]
     async fn memory_write(
         &self,
-        Parameters(p): Parameters<WriteParams>,
+        Args(p): Args<WriteParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let actor = actor(&ctx);
@@ -182,7 +176,7 @@ impl MemdirServer {
     )]
     async fn memory_edit(
         &self,
-        Parameters(p): Parameters<EditParams>,
+        Args(p): Args<EditParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let actor = actor(&ctx);
@@ -212,7 +206,7 @@ impl MemdirServer {
     )]
     async fn memory_delete(
         &self,
-        Parameters(p): Parameters<DeleteParams>,
+        Args(p): Args<DeleteParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let actor = actor(&ctx);
@@ -236,7 +230,7 @@ impl MemdirServer {
     )]
     async fn memory_history(
         &self,
-        Parameters(p): Parameters<HistoryParams>,
+        Args(p): Args<HistoryParams>,
     ) -> Result<CallToolResult, ErrorData> {
         let result = self
             .run(move |m| {

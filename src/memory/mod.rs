@@ -7,6 +7,7 @@
 //! `list` lists; `search` searches (with `crate::search` for matching and ranking);
 //! `sync` keeps the search index in step with the files.
 
+mod feed;
 mod history;
 mod list;
 mod record;
@@ -22,6 +23,7 @@ use crate::path::{self, MemPath, Target};
 use crate::store::{Store, StoreConfig};
 use crate::text;
 
+pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListRequest, ListResult, Tree, TreeEntry};
 pub use record::EXTERNAL;
@@ -89,6 +91,9 @@ pub struct ReadResult {
     pub age_days: u64,
     /// The selection did not fit the result budget and was cut at `end_line`.
     pub truncated: bool,
+    /// `(line, its length, bytes shown)` when one line alone was longer than the budget
+    /// and only its head is shown (it is then `end_line`).
+    pub long_line: Option<(usize, usize, usize)>,
     /// The text rendering: numbered lines, with freshness and truncation notes.
     pub rendered: String,
 }
@@ -166,6 +171,17 @@ impl Memdir {
 
     /// Reads a memory, whole or a line range, within the result budget.
     pub fn read(&self, raw: &str, view_range: Option<(i64, i64)>) -> Result<ReadResult> {
+        self.read_within(raw, view_range, 0)
+    }
+
+    /// [`Memdir::read`] for a result that adds `reserve` bytes of its own around the
+    /// numbered lines (the compatibility profile's header).
+    pub fn read_within(
+        &self,
+        raw: &str,
+        view_range: Option<(i64, i64)>,
+        reserve: usize,
+    ) -> Result<ReadResult> {
         let p = self.path(raw)?;
         if p.is_root() {
             return Err(Error::IsFolder {
@@ -187,7 +203,7 @@ impl Memdir {
                 text::rfc3339(cur.modified)
             ));
         }
-        let budget = self.settings.result_budget;
+        let budget = self.settings.result_budget.saturating_sub(reserve);
         let mut last = start.saturating_sub(1);
         let mut body = String::new();
         // The first line alone may not fit (one long line of minified JSON, say): then
@@ -258,6 +274,7 @@ impl Memdir {
             updated_at: text::rfc3339(cur.modified),
             age_days,
             truncated,
+            long_line: cut_line,
             rendered,
         })
     }

@@ -257,6 +257,23 @@ impl Memdir {
         };
         let expected = req.expected_sha256.map(normalise_sha).transpose()?;
         if let EditOp::Rename { new_path } = req.op {
+            let names_folder = |raw: &str| raw.len() > 1 && raw.ends_with('/');
+            if names_folder(req.path) || names_folder(new_path) {
+                // A trailing `/` names a folder: a file is not moved as one.
+                let store = self.store(&p);
+                if store.entry_kind(&p)? == Some(EntryKind::File) {
+                    return Err(if names_folder(req.path) {
+                        Error::NotAFolder {
+                            path: p.canonical(),
+                        }
+                    } else {
+                        Error::invalid_path(
+                            new_path,
+                            "a path ending in `/` names a folder, and this moves a file: drop the `/` and name the file, e.g. `notes/todo.md`",
+                        )
+                    });
+                }
+            }
             return self.rename(&p, new_path, expected.as_deref(), req.actor);
         }
         let store = self.store(&p);
@@ -479,6 +496,12 @@ impl Memdir {
         let kind = store.entry_kind(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
+        // A trailing `/` names a folder: never a file's name with the slash dropped.
+        if raw.len() > 1 && raw.ends_with('/') && kind != EntryKind::Dir {
+            return Err(Error::NotAFolder {
+                path: p.canonical(),
+            });
+        }
         let mut deleted_files = Vec::new();
         if kind == EntryKind::Dir {
             if expected.is_some() {
@@ -492,7 +515,7 @@ impl Memdir {
                     .path
                     .segments
                     .iter()
-                    .all(|s| crate::store::visible_name(s))
+                    .all(|s| !crate::store::hidden_name(s))
                     && let Ok(data) = store.read(&entry.path)
                 {
                     let (rel, sha) = (entry.path.rel(), text::sha256_hex(&data.bytes));

@@ -43,6 +43,18 @@ pub enum WriteMode {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Options that open a folder and nothing else: with `O_DIRECTORY` a FIFO (or any other
+/// non-folder) in a folder's place fails at once with `ENOTDIR`, where a plain open would
+/// wait for a writer forever; `O_NONBLOCK` besides, as for every open of the store.
+pub(super) fn dir_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .maybe_dir(true)
+        .custom_flags((rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK).bits() as i32);
+    options
+}
+
 impl Store {
     /// Reads a regular file, following symlinks only while they stay inside the store.
     pub fn read(&self, path: &MemPath) -> Result<FileData> {
@@ -279,20 +291,26 @@ impl Store {
 
     /// A readable handle on folder `dir`, opened beneath the store.
     pub(super) fn open_dir_handle(&self, dir: &MemPath) -> std::io::Result<Dir> {
-        let mut options = OpenOptions::new();
-        options.read(true).maybe_dir(true);
-        let file = self.dir.open_with(rel_path(dir), &options)?;
+        let file = self.dir.open_with(rel_path(dir), &dir_options())?;
         Ok(Dir::from_std_file(file.into_std()))
     }
 
     /// Opens folder `dir` for `*at` calls and fsync (readable, not `O_PATH`).
     fn open_dir(&self, dir: &MemPath, for_path: &MemPath) -> Result<Dir> {
-        let mut options = OpenOptions::new();
-        options.read(true).maybe_dir(true);
-        let file = self
-            .dir
-            .open_with(rel_path(dir), &options)
-            .map_err(|e| map_io(for_path, e))?;
+        let file = match self.dir.open_with(rel_path(dir), &dir_options()) {
+            Ok(file) => file,
+            // Something other than a folder is there (a file, a FIFO, a device), or on
+            // the way to it: the first is named as such, the second is a missing path.
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+                return Err(match self.dir.metadata(rel_path(dir)) {
+                    Ok(meta) if !meta.is_dir() => Error::NotAFolder {
+                        path: dir.canonical(),
+                    },
+                    _ => map_io(for_path, e),
+                });
+            }
+            Err(e) => return Err(map_io(for_path, e)),
+        };
         if !file.metadata().map_err(|e| map_io(for_path, e))?.is_dir() {
             return Err(Error::NotAFolder {
                 path: dir.canonical(),
@@ -323,10 +341,8 @@ impl Store {
 
     /// The temp folder, made on first use (or again, if someone removed it).
     fn temp_dir(&self, for_path: &MemPath) -> Result<Dir> {
-        let mut options = OpenOptions::new();
-        options.read(true).maybe_dir(true);
         let file = self
-            .open_own(TEMP_DIR, &options, TEMP_DIR)
+            .open_own(TEMP_DIR, &dir_options(), TEMP_DIR)
             .map_err(|e| map_io(for_path, e))?;
         Ok(Dir::from_std_file(file.into_std()))
     }

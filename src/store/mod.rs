@@ -26,7 +26,7 @@ use crate::path::MemPath;
 
 pub use io::{FileData, WriteMode};
 pub use lock::StoreLock;
-pub use walk::{EntryKind, WalkEntry, visible_name};
+pub use walk::{EntryKind, WalkEntry, hidden_name, visible_name};
 pub use watch::{Changes, Watcher};
 
 /// Name of the reserved state folder inside every store.

@@ -5,8 +5,7 @@
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::fd::AsFd;
 
-use cap_fs_ext::OpenOptionsMaybeDirExt;
-use cap_std::fs::{Dir, OpenOptions};
+use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
 
 use super::{STATE_DIR, Store};
 use crate::error::{Error, Result};
@@ -27,9 +26,10 @@ impl Store {
 
     fn state_parent(&self, rel: &str) -> Result<(Dir, String)> {
         let (dir, name) = rel.rsplit_once('/').unwrap_or((".", rel));
-        let mut options = OpenOptions::new();
-        options.read(true).maybe_dir(true);
-        let handle = self.dir.open_with(dir, &options).map_err(state_error)?;
+        let handle = self
+            .dir
+            .open_with(dir, &super::io::dir_options())
+            .map_err(state_error)?;
         Ok((Dir::from_std_file(handle.into_std()), name.to_owned()))
     }
 
@@ -37,7 +37,7 @@ impl Store {
     pub fn state_write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
         let (parent, name) = self.state_parent(rel)?;
         let temp = format!("{name}.tmp-{}", std::process::id());
-        let mut options = OpenOptions::new();
+        let mut options = nonblocking();
         options.write(true).create(true).truncate(true);
         let mut file = parent.open_with(&temp, &options).map_err(state_error)?;
         file.write_all(bytes).map_err(state_error)?;
@@ -52,7 +52,7 @@ impl Store {
     /// (which the store lock already prevents) could not interleave.
     /// Returns the file's length after the append.
     pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<u64> {
-        let mut options = OpenOptions::new();
+        let mut options = nonblocking();
         options.append(true).create(true);
         let dir = rel.rsplit_once('/').map_or(".", |(dir, _)| dir);
         let mut file = self.open_own(rel, &options, dir).map_err(state_error)?;
@@ -63,7 +63,9 @@ impl Store {
 
     /// Bytes of a state file from `offset` on; empty if it does not exist.
     pub fn state_read_from(&self, rel: &str, offset: u64) -> Result<Vec<u8>> {
-        let mut file = match self.dir.open(rel) {
+        let mut options = nonblocking();
+        options.read(true);
+        let mut file = match self.dir.open_with(rel, &options) {
             Ok(f) => f,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(state_error(e)),
@@ -85,10 +87,19 @@ impl Store {
 
     /// Cuts a state file to `len` bytes and fsyncs it (repairing a torn append).
     pub fn state_truncate(&self, rel: &str, len: u64) -> Result<()> {
-        let mut options = OpenOptions::new();
+        let mut options = nonblocking();
         options.write(true);
         let file = self.dir.open_with(rel, &options).map_err(state_error)?;
         file.set_len(len).map_err(state_error)?;
         file.sync_all().map_err(state_error)
     }
+}
+
+/// Options for a state file: `O_NONBLOCK`, so a FIFO someone put in `.memdir/` fails or
+/// reads empty at once instead of blocking the store's lock holder forever (it has no
+/// effect on regular files).
+fn nonblocking() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    options
 }

@@ -10,7 +10,7 @@ use cap_std::fs::FileType;
 
 use super::{EntryMeta, Stamp, Store, map_io, rel_path};
 use crate::error::{Error, Result};
-use crate::path::{MemPath, check_segment};
+use crate::path::{MemPath, addressable_name};
 
 /// What an entry is, without following symlinks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,9 +57,14 @@ pub struct WalkEntry {
     pub depth: usize,
 }
 
-/// Whether a listed name is visible to agents.
+/// Whether a listed name is visible to agents: not hidden, and one a path can name.
 pub fn visible_name(name: &str) -> bool {
-    !name.starts_with('.') && name != "node_modules" && check_segment(name, name).is_ok()
+    !hidden_name(name) && addressable_name(name)
+}
+
+/// Whether a name is hidden by convention: `.name`, or a `node_modules` folder.
+pub fn hidden_name(name: &str) -> bool {
+    name.starts_with('.') || name == "node_modules"
 }
 
 impl Store {
