@@ -166,6 +166,19 @@ expect_rc 0
 check 'sc.get("content") == edited' "read after edit: content has the new text and not the old"
 check '"BETA EDITED by inspector" in text and "beta line" not in text' "read after edit: text content shows the new line only"
 
+echo
+echo "== resources and prompts"
+inspect --method resources/list
+expect_rc 0
+check 'any(x["uri"] == "memory://memories/smoke/inspector.md" and x.get("mimeType") == "text/markdown" for x in r["resources"])' \
+    "resources/list: the memory is memory://memories/smoke/inspector.md (text/markdown)"
+inspect --method resources/read --uri "memory://memories/smoke/inspector.md"
+expect_rc 0
+check 'r["contents"][0]["text"] == edited' "resources/read: the memory's whole text"
+inspect --method prompts/list
+expect_rc 0
+check '[p["name"] for p in r["prompts"]] == ["memory_protocol"]' "prompts/list: memory_protocol"
+
 inspect --method tools/call --tool-name memory_delete --tool-arg "path=$note"
 expect_rc 0
 check 'r.get("isError") is not True' "memory_delete returned a non-error result"
