@@ -134,6 +134,27 @@ pub enum Command {
         /// The store's name (default: the first store).
         store: Option<String>,
     },
+    /// Verify each store: files the tools refuse (FIFOs, hard links, symlinks out of the
+    /// store, names no path can spell), the history log (every line a record, every
+    /// version's content present and intact), temp files of interrupted writes (removed),
+    /// a pending intent, and the search index. Exits 1 when a store has a problem.
+    Check {
+        /// Print one JSON object per store instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write a store (default: the first) with its whole history to stdout, as a JSON
+    /// Lines archive: `memdir --root DIR export > backup.jsonl`.
+    Export {
+        /// The store's name (default: the first store).
+        store: Option<String>,
+    },
+    /// Read an archive made by `export` from stdin into a store (default: the first) that
+    /// has no memories and no history yet: `memdir --root NEW import < backup.jsonl`.
+    Import {
+        /// The store's name (default: the first store).
+        store: Option<String>,
+    },
     /// Search memory contents.
     Search {
         query: String,
@@ -353,6 +374,64 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             }
             for h in r.hits {
                 println!("{}  (score {:.2})\n{}\n", h.path, h.score, h.snippet);
+            }
+        }
+        Command::Export { store } => {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            let summary = memdir.export(store.as_deref(), &mut out)?;
+            eprintln!(
+                "exported {} memories and {} versions",
+                summary.files, summary.versions
+            );
+            for skipped in &summary.skipped {
+                eprintln!("left out {skipped}");
+            }
+        }
+        Command::Import { store } => {
+            let summary = memdir.import(store.as_deref(), &mut std::io::stdin().lock())?;
+            println!(
+                "imported {} memories and {} versions",
+                summary.files, summary.versions
+            );
+        }
+        Command::Check { json } => {
+            let checks = memdir.check();
+            for c in &checks {
+                if *json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "store": c.store,
+                            "files": c.files,
+                            "versions": c.versions,
+                            "ok": c.problems.is_empty(),
+                            "problems": c.problems,
+                            "notes": c.notes,
+                        })
+                    );
+                    continue;
+                }
+                println!(
+                    "{}: {} file(s), {} version(s): {}",
+                    c.store,
+                    c.files,
+                    c.versions,
+                    match c.problems.len() {
+                        0 => "OK".to_owned(),
+                        n => format!("{n} problem(s)"),
+                    }
+                );
+                for p in &c.problems {
+                    println!("  problem: {p}");
+                }
+                for n in &c.notes {
+                    println!("  note: {n}");
+                }
+            }
+            let failing = checks.iter().filter(|c| !c.problems.is_empty()).count();
+            if failing > 0 {
+                bail!("problems found in {failing} store(s)");
             }
         }
     }

@@ -1,4 +1,4 @@
-//! The command line for people: list, read, search, history, restore, redact.
+//! The command line for people: list, read, search, history, restore, redact, check.
 
 mod common;
 
@@ -111,5 +111,230 @@ fn bad_options_fail_with_a_message() {
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "nothing on stdout: {args:?}");
         assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store().join("notes")).unwrap();
+    std::fs::write(sb.store().join("notes/a.md"), "alpha\n").unwrap();
+    // Restoring records versions: a history log with content.
+    let (ok, _, err) = memdir(&sb, &["history", "notes/a.md"]);
+    assert!(ok, "{err}");
+    let (ok, _, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "1"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir(&sb, &["check"]);
+    assert!(ok, "{out}{err}");
+    assert!(
+        out.starts_with("/memories: 2 file(s), 2 version(s): OK"),
+        "{out}"
+    );
+
+    // Damage: a FIFO, a hard link, a symlink out, a name no path can spell, a temp file of
+    // an interrupted write, a line of the log that is not a record, a changed file.
+    let st = sb.store();
+    rustix::fs::mkfifoat(
+        rustix::fs::CWD,
+        st.join("pipe.md").as_path(),
+        rustix::fs::Mode::from_raw_mode(0o644),
+    )
+    .unwrap();
+    std::fs::hard_link(sb.outside().join("canary.txt"), st.join("hard.md")).unwrap();
+    std::os::unix::fs::symlink(sb.outside().join("canary.txt"), st.join("out.md")).unwrap();
+    std::fs::write(st.join("bad\nname.md"), "x").unwrap();
+    std::fs::create_dir_all(st.join(".memdir/tmp")).unwrap();
+    std::fs::write(st.join(".memdir/tmp/.memdir-tmp-1-1"), "half a write").unwrap();
+    let log = st.join(".memdir/history/log.jsonl");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.extend_from_slice(b"{not a record\n");
+    std::fs::write(&log, bytes).unwrap();
+    std::fs::write(st.join("notes/a.md"), "edited in an editor\n").unwrap();
+
+    let (ok, out, err) = memdir(&sb, &["check"]);
+    assert!(
+        !ok && err.contains("problems found in 1 store"),
+        "{out}{err}"
+    );
+    for part in [
+        "5 problem(s)",
+        "symlinks leading out of the store",
+        "/memories/out.md",
+        "more than one hard link",
+        "/memories/hard.md",
+        "FIFOs",
+        "/memories/pipe.md",
+        "names no path can spell",
+        "/memories/bad\\nname.md",
+        "are not records (lines 3)",
+        "note: removed 1 temp file(s)",
+        "changed or created outside memdir",
+        "/memories/notes/a.md",
+    ] {
+        assert!(out.contains(part), "{part:?} in {out}");
+    }
+    assert!(!st.join(".memdir/tmp/.memdir-tmp-1-1").exists());
+    let (ok, out, _) = memdir(&sb, &["check", "--json"]);
+    assert!(!ok);
+    let report: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(report["ok"], false);
+    assert_eq!(report["problems"].as_array().unwrap().len(), 5, "{report}");
+    // The canary behind the hard link is untouched.
+    assert_eq!(
+        std::fs::read_to_string(sb.outside().join("canary.txt")).unwrap(),
+        common::CANARY
+    );
+}
+
+/// Runs memdir on store folder `root` with `input` on stdin.
+fn memdir_at(root: &std::path::Path, args: &[&str], input: &[u8]) -> (bool, Vec<u8>, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(common::BIN)
+        .args(["--root", root.to_str().unwrap(), "--no-index"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.success(),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn export_and_import_move_a_store_with_its_history() {
+    let sb = Sandbox::new();
+    let a = sb.store();
+    std::fs::create_dir_all(a.join("notes")).unwrap();
+    std::fs::write(a.join("notes/a.md"), "first\n").unwrap();
+    // Versions: the file as found, as changed in an editor, and restored to a second path.
+    assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
+    std::fs::write(a.join("notes/a.md"), "second, ünïcode\n").unwrap();
+    assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
+    let (ok, _, err) = memdir_at(&a, &["restore", "b.md", "--version", "1"], b"");
+    assert!(ok, "{err}");
+    let (ok, archive, err) = memdir_at(&a, &["export"], b"");
+    assert!(
+        ok && err.contains("exported 2 memories and 3 versions"),
+        "{err}"
+    );
+    let text = String::from_utf8(archive.clone()).unwrap();
+    assert!(text.starts_with("{\"memdir_archive\":1,"), "{text}");
+
+    let b = sb.tmp.path().join("restored");
+    let (ok, out, err) = memdir_at(&b, &["import"], &archive);
+    assert!(ok, "{err}");
+    assert!(String::from_utf8_lossy(&out).contains("imported 2 memories and 3 versions"));
+    for rel in ["notes/a.md", "b.md"] {
+        assert_eq!(
+            std::fs::read(a.join(rel)).unwrap(),
+            std::fs::read(b.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+    let history = |root: &std::path::Path| {
+        let (ok, out, err) = memdir_at(root, &["history", "--json", "--limit", "50"], b"");
+        assert!(ok, "{err}");
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(history(&a), history(&b));
+    // The restored store's history is whole: an old version can be restored from it.
+    let (ok, _, err) = memdir_at(&b, &["restore", "c.md", "--version", "1"], b"");
+    assert!(ok, "{err}");
+    assert_eq!(std::fs::read_to_string(b.join("c.md")).unwrap(), "first\n");
+    let (ok, out, err) = memdir_at(&b, &["check"], b"");
+    assert!(ok, "{}{err}", String::from_utf8_lossy(&out));
+
+    // Never over something: a store with memories refuses, unchanged.
+    let (ok, _, err) = memdir_at(&a, &["import"], &archive);
+    assert!(!ok && err.contains("already has memories"), "{err}");
+    assert_eq!(std::fs::read_to_string(a.join("b.md")).unwrap(), "first\n");
+}
+
+#[test]
+fn a_hostile_or_damaged_archive_imports_nothing() {
+    let sb = Sandbox::new();
+    let header = |files: usize, versions: usize| {
+        format!(
+            "{{\"memdir_archive\":1,\"store\":\"memories\",\"files\":{files},\"versions\":{versions}}}\n"
+        )
+    };
+    let record = |version: u64, content: &str, sha: &str| {
+        format!(
+            "{{\"record\":{{\"version\":{version},\"op\":\"created\",\"path\":\"a.md\",\"at\":\"2026-11-23T00:00:00Z\",\"actor\":\"x\",\"sha256\":\"{sha}\",\"size\":{},\"content\":{content:?}}}}}\n",
+            content.len()
+        )
+    };
+    let good_sha = common::sha256_hex(b"hi\n");
+    let cases = [
+        (
+            format!(
+                "{}{{\"file\":\"../escape.md\",\"content\":\"x\"}}\n",
+                header(1, 0)
+            ),
+            "names a path memdir refuses",
+        ),
+        (
+            format!(
+                "{}{{\"file\":\".memdir/lock\",\"content\":\"x\"}}\n",
+                header(1, 0)
+            ),
+            "names a path memdir refuses",
+        ),
+        (
+            format!(
+                "{}{{\"file\":\"a.md\",\"content\":\"{}\"}}\n",
+                header(1, 0),
+                "x".repeat(200_000)
+            ),
+            "the limit is",
+        ),
+        (
+            format!("{}{{\"file\":\"a.md\",\"content\":\"x\"}}\n", header(2, 0)),
+            "incomplete",
+        ),
+        (
+            format!("{}{}", header(0, 1), record(1, "hi\n", &"0".repeat(64))),
+            "does not match its sha256",
+        ),
+        (
+            format!(
+                "{}{}{}",
+                header(0, 2),
+                record(2, "hi\n", &good_sha),
+                record(1, "hi\n", &good_sha)
+            ),
+            "out of order",
+        ),
+        (
+            "{\"file\":\"a.md\",\"content\":\"x\"}\n".to_owned(),
+            "header",
+        ),
+        ("not json\n".to_owned(), "is not an archive line"),
+        (String::new(), "empty"),
+    ];
+    for (archive, expect) in cases {
+        let root = sb.tmp.path().join("target");
+        let (ok, _, err) = memdir_at(&root, &["import"], archive.as_bytes());
+        assert!(!ok && err.contains(expect), "{expect:?}: {err}");
+        let left: Vec<_> = std::fs::read_dir(&root)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name())
+                    .filter(|n| n != ".memdir")
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{expect:?}: wrote {left:?}");
+        assert!(
+            !root.join(".memdir/history/log.jsonl").exists(),
+            "{expect:?}"
+        );
+        assert!(!sb.tmp.path().join("escape.md").exists());
     }
 }

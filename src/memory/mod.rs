@@ -7,6 +7,8 @@
 //! `list` lists; `search` searches (with `crate::search` for matching and ranking);
 //! `sync` keeps the search index in step with the files.
 
+mod archive;
+mod check;
 mod feed;
 mod history;
 mod list;
@@ -23,6 +25,8 @@ use crate::path::{self, MemPath, Target};
 use crate::store::{Store, StoreConfig};
 use crate::text;
 
+pub use archive::ArchiveSummary;
+pub use check::StoreCheck;
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListRequest, ListResult, Tree, TreeEntry};

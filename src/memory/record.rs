@@ -92,7 +92,7 @@ impl Memdir {
         Ok(dropped)
     }
 
-    fn store_root(&self, store_name: Option<&str>) -> Result<MemPath> {
+    pub(super) fn store_root(&self, store_name: Option<&str>) -> Result<MemPath> {
         let i = match store_name {
             None => 0,
             Some(name) => self

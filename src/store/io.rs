@@ -356,8 +356,8 @@ impl Store {
         let Ok(entries) = dir.entries() else { return };
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if name.to_string_lossy().starts_with(TEMP_PREFIX) {
-                let _ = dir.remove_file(&name);
+            if name.to_string_lossy().starts_with(TEMP_PREFIX) && dir.remove_file(&name).is_ok() {
+                self.temps_removed.fetch_add(1, Ordering::Relaxed);
                 tracing::info!(store = %self.name, "removed a temp file left by an interrupted write");
             }
         }

@@ -60,6 +60,8 @@ pub struct Store {
     pause_at: Option<String>,
     /// Whether this process has swept the temp folder since it opened the store.
     swept: AtomicBool,
+    /// Temp files of interrupted writes this process removed.
+    temps_removed: std::sync::atomic::AtomicUsize,
     /// Whether every mutation leaves an intent in the lock file while it runs (history on).
     /// Then a lock file found empty means its last holder finished, temp files included,
     /// and the sweep can be skipped; without intents every acquisition sweeps.
@@ -119,6 +121,7 @@ impl Store {
             dir,
             pause_at: std::env::var("MEMDIR_TEST_PAUSE").ok(),
             swept: AtomicBool::new(false),
+            temps_removed: Default::default(),
             intents: false,
         };
         if !store.read_only {
@@ -161,6 +164,21 @@ impl Store {
             self.remove_stale_temps();
             self.swept.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// How many temp files of interrupted writes this process has removed (at open, when
+    /// the lock was free, and at its first mutation).
+    pub fn temps_removed(&self) -> usize {
+        self.temps_removed.load(Ordering::Relaxed)
+    }
+
+    /// Whether an interrupted mutation left its intent in the lock file (the next
+    /// mutation repairs the history from it); `None` when another process holds the lock.
+    pub fn pending_intent(&self) -> Result<Option<bool>> {
+        Ok(self
+            .try_lock()?
+            .map(|lock| lock.intent().map(|i| !i.is_empty()))
+            .transpose()?)
     }
 
     /// Metadata of `path`, following symlinks that stay inside the store.

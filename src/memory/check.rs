@@ -1,0 +1,272 @@
+//! `memdir check`: verifies each store for the people who look after it. Problems are
+//! things no tool will fix by itself (a FIFO, a hard link, a symlink out of the store, a
+//! name no path can spell, a damaged history log); notes are states memdir repairs or
+//! records on its own (temp files of an interrupted write, a pending intent, files
+//! changed in an editor since their last version, a stale search index).
+
+use std::collections::HashMap;
+
+use super::Memdir;
+use crate::error::Error;
+use crate::history;
+use crate::index::Index;
+use crate::path::MemPath;
+use crate::store::{EntryKind, hidden_name};
+
+/// What `check` found in one store.
+#[derive(Debug, Default)]
+pub struct StoreCheck {
+    pub store: String,
+    pub files: usize,
+    pub versions: usize,
+    pub problems: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// At most this many paths are named per kind of finding; the rest are counted.
+const NAMED: usize = 20;
+
+impl Memdir {
+    /// Checks every store: its files, its history log, its temp files and its index.
+    pub fn check(&self) -> Vec<StoreCheck> {
+        (0..self.stores().len())
+            .map(|i| self.check_store(i))
+            .collect()
+    }
+
+    fn check_store(&self, i: usize) -> StoreCheck {
+        let store = &self.stores()[i];
+        let root = MemPath::root(i, &store.name);
+        let mut c = StoreCheck {
+            store: format!("/{}", store.name),
+            ..StoreCheck::default()
+        };
+        let mut found: HashMap<&'static str, Vec<String>> = HashMap::new();
+        let mut note = |kind: &'static str, path: String| found.entry(kind).or_default().push(path);
+
+        // The files: what the tools refuse, and each visible file's content.
+        let mut current: HashMap<String, String> = HashMap::new();
+        match store.walk_everything(&root) {
+            Err(e) => c.problems.push(format!("cannot walk the store: {e}")),
+            Ok(entries) => {
+                for e in entries {
+                    if e.path.segments.iter().any(|s| hidden_name(s)) {
+                        continue;
+                    }
+                    let shown = printable(&e.path.canonical());
+                    if !e
+                        .path
+                        .segments
+                        .iter()
+                        .all(|s| crate::path::addressable_name(s))
+                    {
+                        note("unaddressable", shown);
+                        continue;
+                    }
+                    match e.kind {
+                        EntryKind::Special(kind) => note(kind, shown),
+                        EntryKind::Dir => {}
+                        EntryKind::File | EntryKind::Symlink => match self.current(&e.path) {
+                            Ok(Some(cur)) => {
+                                c.files += 1;
+                                current.insert(e.path.rel(), cur.sha256);
+                            }
+                            Ok(None) => {}
+                            Err(Error::Escape { .. }) => note("escape", shown),
+                            Err(Error::HardLinked { .. }) => note("hard link", shown),
+                            Err(Error::NotUtf8 { .. }) => note("not UTF-8", shown),
+                            Err(Error::TooLarge { .. }) => note("too large", shown),
+                            Err(Error::IsFolder { .. }) => {}
+                            Err(Error::SpecialFile { kind, .. }) => note(kind, shown),
+                            Err(e) => c.problems.push(format!("{shown}: {e}")),
+                        },
+                    }
+                }
+            }
+        }
+        let described: [(&str, &str); 8] = [
+            (
+                "escape",
+                "symlinks leading out of the store (every tool refuses them)",
+            ),
+            (
+                "hard link",
+                "files with more than one hard link (refused: a hard link may alias a file outside the store)",
+            ),
+            ("FIFO", "FIFOs (refused without being opened)"),
+            ("socket", "sockets (refused)"),
+            ("device", "devices (refused)"),
+            (
+                "not UTF-8",
+                "files that are not UTF-8 text (memdir stores text only)",
+            ),
+            ("too large", "files over the size limit"),
+            (
+                "unaddressable",
+                "names no path can spell (control or format characters, look-alike slashes, decomposed Unicode): not listed, searched or readable; rename them",
+            ),
+        ];
+        for (kind, what) in described {
+            if let Some(paths) = found.remove(kind) {
+                c.problems.push(named(what, &paths));
+            }
+        }
+        for (kind, paths) in found {
+            c.problems
+                .push(named(&format!("{kind} entries (refused)"), &paths));
+        }
+
+        // The history log.
+        if self.settings.history {
+            match history::verify(store) {
+                Err(e) => c.problems.push(format!("cannot read the history log: {e}")),
+                Ok(log) => {
+                    c.versions = log.records;
+                    let versions = |v: &[u64]| {
+                        v.iter()
+                            .take(NAMED)
+                            .map(|v| format!("v{v}"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    };
+                    if !log.malformed.is_empty() {
+                        c.problems.push(format!(
+                            "{} line(s) of .memdir/history/log.jsonl are not records (lines {}); they are skipped",
+                            log.malformed.len(),
+                            log.malformed
+                                .iter()
+                                .take(NAMED)
+                                .map(usize::to_string)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ));
+                    }
+                    if !log.out_of_order.is_empty() {
+                        c.problems.push(format!(
+                            "version numbers out of order: {}",
+                            versions(&log.out_of_order)
+                        ));
+                    }
+                    if !log.missing_content.is_empty() {
+                        c.problems.push(format!(
+                            "{} version(s) whose content is missing from the log: {}",
+                            log.missing_content.len(),
+                            versions(&log.missing_content)
+                        ));
+                    }
+                    if !log.corrupt_content.is_empty() {
+                        c.problems.push(format!(
+                            "{} version(s) whose stored content does not match its sha256: {}",
+                            log.corrupt_content.len(),
+                            versions(&log.corrupt_content)
+                        ));
+                    }
+                    if log.torn_bytes > 0 {
+                        c.notes.push(format!(
+                            "the history log ends with a torn append of {} bytes; the next change cuts it",
+                            log.torn_bytes
+                        ));
+                    }
+                    let mut outside: Vec<String> = current
+                        .iter()
+                        .filter(|(rel, sha)| log.heads.get(*rel) != Some(sha))
+                        .map(|(rel, _)| printable(&format!("/{}/{rel}", store.name)))
+                        .collect();
+                    outside.sort();
+                    if !outside.is_empty() {
+                        c.notes.push(named(
+                            "files changed or created outside memdir since their last version (recorded as `external` when next read or changed)",
+                            &outside,
+                        ));
+                    }
+                }
+            }
+            if !store.read_only {
+                match store.pending_intent() {
+                    Ok(Some(true)) => c.notes.push(
+                        "an interrupted change left its intent in .memdir/lock; the next change completes the history from it".into(),
+                    ),
+                    Ok(_) => {}
+                    Err(e) => c.problems.push(format!("cannot take the store lock: {e}")),
+                }
+            }
+        }
+        let removed = store.temps_removed();
+        if removed > 0 {
+            c.notes.push(format!(
+                "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
+            ));
+        }
+
+        // The search index: a cache, so only notes.
+        if let Some(db) = self.index_path(i) {
+            if !db.exists() {
+                c.notes
+                    .push("no search index yet: the first search builds it".into());
+            } else {
+                match Index::open(&db).and_then(|index| index.stamps()) {
+                    Err(e) => c.notes.push(format!(
+                        "the search index cannot be read ({e}); it is rebuilt on the next search"
+                    )),
+                    Ok(stamps) => {
+                        let indexed: HashMap<String, _> = stamps.into_iter().collect();
+                        let stale = current
+                            .keys()
+                            .filter(|rel| !indexed.contains_key(*rel))
+                            .count()
+                            + indexed
+                                .keys()
+                                .filter(|rel| !current.contains_key(*rel))
+                                .count();
+                        if stale > 0 {
+                            c.notes.push(format!(
+                                "the search index is behind the files by {stale} file(s); the next search catches up"
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        c
+    }
+}
+
+/// `what: a, b, c and N more`.
+fn named(what: &str, paths: &[String]) -> String {
+    let mut s = format!(
+        "{} {what}: {}",
+        paths.len(),
+        paths[..paths.len().min(NAMED)].join(", ")
+    );
+    if paths.len() > NAMED {
+        s.push_str(&format!(" and {} more", paths.len() - NAMED));
+    }
+    s
+}
+
+/// A path as it can be printed on one line: control characters escaped.
+fn printable(path: &str) -> String {
+    path.chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<_>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{named, printable};
+
+    #[test]
+    fn findings_name_a_few_paths_and_count_the_rest() {
+        let paths: Vec<String> = (0..25).map(|i| format!("/m/{i}")).collect();
+        let s = named("things", &paths);
+        assert!(s.starts_with("25 things: /m/0, /m/1"), "{s}");
+        assert!(s.ends_with("and 5 more"), "{s}");
+        assert_eq!(printable("/m/a\nb"), "/m/a\\nb");
+    }
+}
