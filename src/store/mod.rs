@@ -175,10 +175,9 @@ impl Store {
     /// Whether an interrupted mutation left its intent in the lock file (the next
     /// mutation repairs the history from it); `None` when another process holds the lock.
     pub fn pending_intent(&self) -> Result<Option<bool>> {
-        Ok(self
-            .try_lock()?
+        self.try_lock()?
             .map(|lock| lock.intent().map(|i| !i.is_empty()))
-            .transpose()?)
+            .transpose()
     }
 
     /// Metadata of `path`, following symlinks that stay inside the store.
