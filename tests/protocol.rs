@@ -1190,7 +1190,13 @@ async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
             "_meta": meta,
             "notifications": {
                 "resourcesListChanged": true,
-                "resourceSubscriptions": ["memory://memories/a.md", "memory://memories/../x"]
+                "resourceSubscriptions": [
+                    "memory://memories/a.md",
+                    "memory://memories/../x",
+                    "memory://memories/a.md",
+                    "memory://memories/.hidden.md",
+                    "memory://memories/a.md?v=1"
+                ]
             }
         }
     });
@@ -1204,10 +1210,17 @@ async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
         ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         7
     );
-    // The URI that names no valid memory path is not accepted.
+    // URIs that name no valid memory path, a hidden one, or one already given, are left
+    // out.
+    let accepted: BTreeSet<&str> = ack["params"]["notifications"]["resourceSubscriptions"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{ack}"))
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert_eq!(
-        ack["params"]["notifications"]["resourceSubscriptions"],
-        json!(["memory://memories/a.md"]),
+        accepted,
+        BTreeSet::from(["memory://memories/a.md"]),
         "{ack}"
     );
 
@@ -1243,4 +1256,155 @@ async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
     tokio::time::sleep(Duration::from_millis(800)).await;
     let rest = server.finish().await;
     assert!(rest.is_empty(), "after cancelling: {rest:?}");
+}
+
+#[tokio::test]
+async fn listen_streams_are_capped_and_never_stall_the_connection_or_its_end() {
+    // Open streams are not work in flight: 16 may be open, the 17th is refused, and
+    // requests are still answered. Closing stdin ends the server promptly.
+    let mut server = Raw::spawn();
+    era_request(&mut server, 1, "server/discover", json!({}), "listener").await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "2.0"}
+    });
+    for id in 100..117 {
+        let listen = json!({
+            "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+            "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}
+        });
+        server.send_line(&listen.to_string()).await;
+    }
+    let refused = server.reply(&json!(116)).await;
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("16 subscriptions/listen streams are open"),
+        "{refused}"
+    );
+    let listed = era_request(&mut server, 2, "tools/list", json!({}), "listener").await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    // A cancelled stream frees its place.
+    server
+        .send_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 100}})
+                .to_string(),
+        )
+        .await;
+    let again = json!({
+        "jsonrpc": "2.0", "id": 200, "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"resourcesListChanged": true}}
+    });
+    server.send_line(&again.to_string()).await;
+    let ack = loop {
+        let m = server.recv().await;
+        if m["method"] == "notifications/subscriptions/acknowledged"
+            && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 200
+        {
+            break m;
+        }
+        assert_ne!(m["id"], 200, "the stream was refused: {m}");
+    };
+    assert!(ack["params"]["notifications"].is_object(), "{ack}");
+    let (took, status) = server.close().await;
+    assert!(status.success(), "{status}");
+    assert!(
+        took < Duration::from_secs(2),
+        "exit took {took:?} with 16 streams open"
+    );
+}
+
+#[tokio::test]
+async fn a_notification_or_response_before_the_first_request_is_dropped_not_fatal() {
+    let mut server = Raw::spawn();
+    server
+        .send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    server
+        .send_line(r#"{"jsonrpc":"2.0","id":99,"result":{}}"#)
+        .await;
+    server
+        .send_line(
+            &json!({
+                "jsonrpc": "2.0", "id": 0, "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "early", "version": "1.0"}
+                }
+            })
+            .to_string(),
+        )
+        .await;
+    let init = server.reply(&json!(0)).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "memdir", "{init}");
+    server
+        .send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+    server.assert_still_serves().await;
+}
+
+#[tokio::test]
+async fn cancelled_requests_count_as_work_until_their_handler_finishes() {
+    // With the store lock held by someone else, writes wait. Each is cancelled right
+    // after it is sent: rmcp drops their answers, but their handlers still run and hold
+    // their requests, so they must keep counting against the in-flight limit (256), and
+    // reading must pause rather than take every request.
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let mut server = Raw::start().await;
+    let write = json!({"path": "warm.md", "content": "x\n"});
+    server.call("memory_write", write).await;
+    let lock_file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(server.store().join(".memdir/lock"))
+        .expect("lock file");
+    rustix::fs::flock(&lock_file, rustix::fs::FlockOperation::LockExclusive).expect("flock");
+
+    let n = 1200usize;
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut stdin = server.stdin.take().expect("stdin");
+    let progress = Arc::clone(&sent);
+    let writer = tokio::spawn(async move {
+        for i in 0..n {
+            let call = json!({
+                "jsonrpc": "2.0", "id": format!("w{i}"), "method": "tools/call",
+                "params": {"name": "memory_write", "arguments": {"path": format!("c{i}.md"), "content": "x\n"}}
+            });
+            let cancel = json!({
+                "jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": format!("w{i}")}
+            });
+            let lines = format!("{call}\n{cancel}\n");
+            stdin.write_all(lines.as_bytes()).await.expect("write");
+            progress.fetch_add(1, Ordering::Release);
+        }
+        stdin.flush().await.expect("flush");
+        stdin
+    });
+    let mut last = usize::MAX;
+    let mut still_since = Instant::now();
+    loop {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = sent.load(Ordering::Acquire);
+        if now != last {
+            last = now;
+            still_since = Instant::now();
+        }
+        if now == n || still_since.elapsed() > Duration::from_secs(1) {
+            break;
+        }
+    }
+    assert!(
+        sent.load(Ordering::Acquire) < n,
+        "the server read all {n} cancelled writes while none could finish"
+    );
+    drop(lock_file);
+    server.stdin = Some(writer.await.expect("writer"));
+    server.assert_still_serves().await;
 }

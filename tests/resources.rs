@@ -85,7 +85,7 @@ async fn every_memory_is_a_resource_and_each_store_has_an_index() {
     let (index, _) = read(&s, "memory://memories/MEMORY.md").await.unwrap();
     assert!(
         index.contains("- [notes/rust.md](notes/rust.md) — Rust conventions")
-            && index.contains("- [a b/ü.txt](<a b/ü.txt>)")
+            && index.contains("- [a b/ü.txt](a%20b/%C3%BC.txt)")
             && !index.contains("hidden"),
         "{index}"
     );
@@ -131,6 +131,9 @@ async fn resource_uris_are_held_to_the_path_policy() {
         ("file:///etc/passwd", "memory://"),
         ("memory://memories/.memdir/lock", "reserved"),
         ("memory://memories", "-32002"),
+        ("memory://memories/x.md?v=2", "no query or fragment"),
+        ("memory://memories/x.md#top", "no query or fragment"),
+        ("memory://memories/x.md/", "names a folder"),
     ] {
         let e = read(&s, uri).await.expect_err(uri);
         assert!(e.contains(expect), "{uri}: {e}");

@@ -26,13 +26,13 @@
 //! own writes block instead, as on any pipe. A request stops being in flight when its
 //! answer is queued or when the client cancels it (rmcp drops the answer then).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -52,8 +52,12 @@ pub const MAX_LINE: usize = 16 * 1024 * 1024;
 pub const MAX_QUEUED: usize = 16 * 1024 * 1024;
 /// Requests being worked on (received, not yet answered) before reading pauses.
 pub const MAX_IN_FLIGHT: usize = 256;
-/// Bytes of requests being worked on before reading pauses.
-pub const MAX_IN_FLIGHT_BYTES: usize = 64 * 1024 * 1024;
+/// Bytes of requests being worked on before reading pauses (a parsed request can take
+/// several times its length in memory).
+pub const MAX_IN_FLIGHT_BYTES: usize = 16 * 1024 * 1024;
+/// `subscriptions/listen` streams open at once; one more is refused. They stay open for
+/// the session, so they are not "in flight" work.
+pub const MAX_LISTENS: usize = 16;
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -74,6 +78,9 @@ pub struct LineTransport<R, W> {
     flow: Arc<Flow>,
     /// Resolves when the writer task has ended (see [`LineTransport::written`]).
     done: Option<oneshot::Receiver<()>>,
+    /// A request has been passed on: before that, rmcp takes anything but a request (a
+    /// stray notification or response) as a failed handshake, so those are dropped.
+    seen_request: bool,
     _write: PhantomData<fn(W)>,
 }
 
@@ -84,6 +91,8 @@ struct Flow {
     queued: AtomicUsize,
     in_flight: Mutex<InFlight>,
     progress: Notify,
+    /// Set once the input has ended (or stdout is gone).
+    input_ended: tokio::sync::watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -91,6 +100,31 @@ struct InFlight {
     /// Each request's size in bytes.
     requests: HashMap<RequestId, usize>,
     bytes: usize,
+    /// Open `subscriptions/listen` streams.
+    listens: HashSet<RequestId>,
+}
+
+/// The server's view of the connection's flow control (see [`LineTransport::flow`]).
+#[derive(Clone)]
+pub struct FlowHandle(Arc<Flow>);
+
+impl FlowHandle {
+    /// The request's handler has finished: its work no longer counts, whether or not an
+    /// answer follows (rmcp drops the answer to a cancelled request).
+    pub fn finished(&self, id: &RequestId) {
+        self.0.ended(id);
+    }
+
+    /// Whether so much output waits for the client that more should wait.
+    pub fn backlogged(&self) -> bool {
+        self.0.queued.load(Ordering::Acquire) > MAX_QUEUED
+    }
+
+    /// Resolves once the input has ended.
+    pub async fn input_ended(&self) {
+        let mut ended = self.0.input_ended.subscribe();
+        let _ = ended.wait_for(|&e| e).await;
+    }
 }
 
 impl Flow {
@@ -110,15 +144,31 @@ impl Flow {
         self.progress.notify_one();
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, InFlight> {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn started(&self, id: &RequestId, len: usize) {
-        let mut f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.lock();
         if f.requests.insert(id.clone(), len).is_none() {
             f.bytes += len;
         }
     }
 
+    /// Registers a listen stream; false when `MAX_LISTENS` are open.
+    fn listening(&self, id: &RequestId) -> bool {
+        let mut f = self.lock();
+        if f.listens.len() >= MAX_LISTENS && !f.listens.contains(id) {
+            return false;
+        }
+        f.listens.insert(id.clone());
+        true
+    }
+
+    /// The request is answered, finished, or (a listen stream) cancelled.
     fn ended(&self, id: &RequestId) {
-        let mut f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.lock();
+        f.listens.remove(id);
         if let Some(len) = f.requests.remove(id) {
             f.bytes -= len;
             drop(f);
@@ -126,12 +176,18 @@ impl Flow {
         }
     }
 
+    /// A `notifications/cancelled`: a listen stream ends with it; other requests count
+    /// until their handler finishes, as their work goes on.
+    fn cancelled(&self, id: &RequestId) {
+        self.lock().listens.remove(id);
+    }
+
     /// Whether reading must wait for answers to be made or read.
     fn full(&self) -> bool {
         if self.queued.load(Ordering::Acquire) > MAX_QUEUED {
             return true;
         }
-        let f = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let f = self.lock();
         f.requests.len() >= MAX_IN_FLIGHT || f.bytes > MAX_IN_FLIGHT_BYTES
     }
 }
@@ -163,6 +219,7 @@ where
             discarding: false,
             out: Some(out),
             flow,
+            seen_request: false,
             done: Some(done),
             _write: PhantomData,
         }
@@ -179,6 +236,12 @@ where
                 let _ = done.await;
             }
         }
+    }
+
+    /// The connection's flow control, for the server: it reports when a request's
+    /// handler finishes and holds notifications back while the client is not reading.
+    pub fn flow(&self) -> FlowHandle {
+        FlowHandle(Arc::clone(&self.flow))
     }
 
     /// Reads up to the next newline into `self.line`, never holding more than `MAX_LINE`
@@ -298,6 +361,28 @@ where
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let message = self.next_message().await;
+        if message.is_none() {
+            self.flow.input_ended.send_replace(true);
+        }
+        message
+    }
+
+    /// Stops taking lines; the writer task ends once every queued one is written, which
+    /// `serve` awaits through [`LineTransport::written`].
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.out = None;
+        Ok(())
+    }
+}
+
+impl<R, W> LineTransport<R, W>
+where
+    R: AsyncRead + Send + Unpin,
+    W: AsyncWrite + Send + Unpin + 'static,
+{
+    /// The next message to hand to rmcp; `None` at the end of input or of stdout.
+    async fn next_message(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         loop {
             // When stdout is gone (the writer stopped at a failed write) nothing can be
             // answered any more: end, as at the end of input.
@@ -347,19 +432,42 @@ where
             }
             match decode(text) {
                 Ok(Some(message)) => {
-                    match &message {
-                        JsonRpcMessage::Request(r) => self.flow.started(&r.id, line.len()),
+                    let pass = match &message {
+                        JsonRpcMessage::Request(r) => {
+                            self.seen_request = true;
+                            if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)) {
+                                self.flow.listening(&r.id)
+                                    || {
+                                        self.answer(
+                                        id_value(&r.id),
+                                        INVALID_REQUEST,
+                                        format!(
+                                            "Invalid request: {MAX_LISTENS} subscriptions/listen streams are open already; cancel one first"
+                                        ),
+                                    );
+                                        false
+                                    }
+                            } else {
+                                self.flow.started(&r.id, line.len());
+                                true
+                            }
+                        }
                         JsonRpcMessage::Notification(n) => {
                             if let ClientNotification::CancelledNotification(c) = &n.notification
                                 && let Some(id) = &c.params.request_id
                             {
-                                self.flow.ended(id);
+                                self.flow.cancelled(id);
                             }
+                            self.seen_request
                         }
-                        _ => {}
-                    }
+                        _ => self.seen_request,
+                    };
                     self.line = reuse(line);
-                    return Some(message);
+                    if pass {
+                        return Some(message);
+                    }
+                    tracing::debug!("dropped a message that came before any request");
+                    continue;
                 }
                 Ok(None) => {}
                 Err((id, code, message)) => self.answer(id, code, message),
@@ -367,13 +475,11 @@ where
             self.line = reuse(line);
         }
     }
+}
 
-    /// Stops taking lines; the writer task ends once every queued one is written, which
-    /// `serve` awaits through [`LineTransport::written`].
-    async fn close(&mut self) -> Result<(), Self::Error> {
-        self.out = None;
-        Ok(())
-    }
+/// A request id as JSON.
+fn id_value(id: &RequestId) -> Value {
+    serde_json::to_value(id).unwrap_or(Value::Null)
 }
 
 /// The buffer emptied, keeping its allocation unless a huge line grew it.

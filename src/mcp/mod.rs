@@ -20,11 +20,13 @@ use rmcp::model::{
     CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
-    UnsubscribeRequestParams,
+    Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    SubscriptionFilter, UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, SubscriptionContext};
+use rmcp::service::{
+    NotificationContext, RequestContext, Service, ServiceRole, SubscriptionContext,
+};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
 
@@ -71,10 +73,12 @@ pub struct MemdirServer {
     initialized: Arc<AtomicBool>,
     /// Who wants resource notifications.
     subscriptions: Arc<subscribe::Subscriptions>,
+    /// The connection's flow control: notifications wait while the client is not reading.
+    flow: framing::FlowHandle,
 }
 
 impl MemdirServer {
-    pub fn new(memdir: Memdir, tools: ToolSet) -> Self {
+    fn new(memdir: Memdir, tools: ToolSet, flow: framing::FlowHandle) -> Self {
         let mut tool_router = ToolRouter::new();
         if tools.memory_tools() {
             tool_router += Self::tool_router();
@@ -95,6 +99,7 @@ impl MemdirServer {
             tool_router,
             initialized: Arc::new(AtomicBool::new(false)),
             subscriptions: Arc::default(),
+            flow,
         }
     }
 
@@ -116,13 +121,23 @@ impl MemdirServer {
     }
 
     /// The canonical path of a resource URI to subscribe to: it must name a valid memory
-    /// path in a served store (the memory itself may not exist yet).
+    /// path in a served store (the memory itself may not exist yet), and not a hidden
+    /// one (hidden entries are not watched).
     fn subscription_path(&self, uri: &str) -> Result<String, ErrorData> {
         let path = resources::path_of(uri)?;
-        self.memdir
+        let p = self
+            .memdir
             .path(&path)
-            .map(|p| p.canonical())
-            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))
+            .map_err(|e| ErrorData::invalid_params(e.to_string(), None))?;
+        if p.segments.iter().any(|s| crate::store::hidden_name(s)) {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{uri:?} is hidden (`.name` or `node_modules`): hidden memories are not listed, searched or watched"
+                ),
+                None,
+            ));
+        }
+        Ok(p.canonical())
     }
 
     /// Runs a resource request's library work on a blocking thread.
@@ -277,17 +292,18 @@ impl ServerHandler for MemdirServer {
         request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let cursor = request.and_then(|r| r.cursor);
-        let listed = self
-            .run_resource(move |m| resources::list(m, cursor.as_deref()))
-            .await?;
         // A client of the 2025 era (one that sent `initialize`) that lists resources
         // gets `notifications/resources/list_changed` from now on; one of the 2026-07-28
-        // era asks for it with `subscriptions/listen`.
+        // era asks for it with `subscriptions/listen`. Watching starts before the
+        // listing, so a memory created meanwhile is in the list or in a notification.
         if context.peer.peer_info().is_some() {
-            self.subscriptions.listed(&self.memdir, &context.peer).await;
+            self.subscriptions
+                .listed(&self.memdir, &self.flow, &context.peer)
+                .await;
         }
-        Ok(listed)
+        let cursor = request.and_then(|r| r.cursor);
+        self.run_resource(move |m| resources::list(m, cursor.as_deref()))
+            .await
     }
 
     #[allow(deprecated)]
@@ -298,9 +314,9 @@ impl ServerHandler for MemdirServer {
     ) -> Result<(), ErrorData> {
         let path = self.subscription_path(&request.uri)?;
         self.subscriptions
-            .subscribe(&self.memdir, &context.peer, request.uri, path)
-            .await;
-        Ok(())
+            .subscribe(&self.memdir, &self.flow, &context.peer, request.uri, path)
+            .await
+            .map_err(|e| ErrorData::invalid_params(e, None))
     }
 
     #[allow(deprecated)]
@@ -325,28 +341,48 @@ impl ServerHandler for MemdirServer {
         let mut accepted = SubscriptionFilter::new();
         accepted.resources_list_changed = requested.resources_list_changed;
         accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
-            uris.iter()
-                .filter(|uri| self.subscription_path(uri).is_ok())
-                .cloned()
-                .collect()
+            let mut accepted: Vec<String> = Vec::new();
+            for uri in uris {
+                if accepted.len() == subscribe::MAX_URIS {
+                    break;
+                }
+                if !accepted.contains(uri) && self.subscription_path(uri).is_ok() {
+                    accepted.push(uri.clone());
+                }
+            }
+            accepted
         });
         Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         let accepted = context.accepted();
-        let uris = accepted
-            .resource_subscriptions
-            .iter()
-            .flatten()
-            .filter_map(|uri| Some((uri.clone(), self.subscription_path(uri).ok()?)))
-            .collect();
+        // rmcp's acknowledgment repeats a URI the client gave twice; it is watched once.
+        let mut uris: Vec<(String, String)> = Vec::new();
+        for uri in accepted.resource_subscriptions.iter().flatten() {
+            if let Ok(path) = self.subscription_path(uri)
+                && !uris.iter().any(|(u, _)| u == uri)
+            {
+                uris.push((uri.clone(), path));
+            }
+        }
         let list_changed = accepted.resources_list_changed == Some(true);
         let key = self
             .subscriptions
-            .listen(&self.memdir, context.sink().clone(), uris, list_changed)
+            .listen(
+                &self.memdir,
+                &self.flow,
+                context.sink().clone(),
+                uris,
+                list_changed,
+            )
             .await;
-        context.cancelled().await;
+        // Open until the client cancels it or its input ends (then the session is over:
+        // waiting for a cancel that cannot come would hold the exit back).
+        tokio::select! {
+            () = context.cancelled() => {}
+            () = self.flow.input_ended() => {}
+        }
         self.subscriptions.forget(key);
         Ok(())
     }
@@ -505,6 +541,46 @@ fn answer<T, O: Serialize>(
     }
 }
 
+/// The server as rmcp runs it: each request's handler reports when it finishes, so a
+/// request counts as work in flight until then, also when its answer is dropped (rmcp
+/// does not answer a cancelled request, but its handler runs on).
+struct Counted {
+    server: MemdirServer,
+    flow: framing::FlowHandle,
+}
+
+impl Service<RoleServer> for Counted {
+    fn handle_request(
+        &self,
+        request: <RoleServer as ServiceRole>::PeerReq,
+        context: RequestContext<RoleServer>,
+    ) -> impl Future<Output = Result<<RoleServer as ServiceRole>::Resp, ErrorData>> + Send + '_
+    {
+        let id = context.id.clone();
+        async move {
+            let result = Service::handle_request(&self.server, request, context).await;
+            self.flow.finished(&id);
+            result
+        }
+    }
+
+    fn handle_notification(
+        &self,
+        notification: <RoleServer as ServiceRole>::PeerNot,
+        context: NotificationContext<RoleServer>,
+    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
+        Service::handle_notification(&self.server, notification, context)
+    }
+
+    fn get_info(&self) -> <RoleServer as ServiceRole>::Info {
+        Service::get_info(&self.server)
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        Service::supported_protocol_versions(&self.server)
+    }
+}
+
 /// Serves MCP over stdin/stdout until the client closes stdin.
 pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> anyhow::Result<()> {
     let (reader, writer, _restore) = stdio::transport();
@@ -518,7 +594,9 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
-    let server = MemdirServer::new(memdir, tools);
+    let mut transport = framing::LineTransport::new(transport.0, transport.1);
+    let flow = transport.flow();
+    let server = MemdirServer::new(memdir, tools, flow.clone());
     // Bring the search indexes up to date while the client starts talking,
     // and complete and trim the history.
     let memdir = Arc::clone(&server.memdir);
@@ -530,9 +608,8 @@ where
         }
         memdir.warm_indexes();
     });
-    let mut transport = framing::LineTransport::new(transport.0, transport.1);
     let written = transport.written();
-    let served = match server.serve(transport).await {
+    let served = match (Counted { server, flow }).serve(transport).await {
         Ok(service) => service
             .waiting()
             .await

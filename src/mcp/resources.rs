@@ -17,6 +17,9 @@ pub const SCHEME: &str = "memory://";
 const INDEX: &str = "MEMORY.md";
 /// Entries per `resources/list` page.
 const PAGE: usize = 1000;
+/// The longest resource URI taken: a path's 1,024 bytes, each written as `%XX`, and
+/// the scheme.
+const MAX_URI: usize = SCHEME.len() + 3 * 1024;
 
 /// The resource URI of a canonical memory path (`/<store>/<path>`).
 pub fn uri(canonical: &str) -> String {
@@ -43,10 +46,20 @@ pub fn path_of(uri: &str) -> Result<String, ErrorData> {
             None,
         )
     };
+    if uri.len() > MAX_URI {
+        return Err(bad(&format!(
+            "it is {} bytes long; memory URIs are at most {MAX_URI}",
+            uri.len()
+        )));
+    }
     let rest = uri
         .strip_prefix(SCHEME)
         .ok_or_else(|| bad("it does not start with memory://"))?;
-    let rest = rest.split(['?', '#']).next().unwrap_or_default();
+    if rest.contains(['?', '#']) {
+        return Err(bad(
+            "memory URIs have no query or fragment (a `?` or `#` in a name is written %3F or %23)",
+        ));
+    }
     let mut bytes = Vec::with_capacity(rest.len());
     let mut raw = rest.bytes();
     while let Some(b) = raw.next() {
@@ -142,6 +155,12 @@ pub fn templates() -> ListResourceTemplatesResult {
 
 pub fn read(m: &Memdir, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     let path = path_of(uri)?;
+    if path.len() > 1 && path.ends_with('/') {
+        return Err(ErrorData::resource_not_found(
+            format!("{uri} ends with `/`, which names a folder; a folder is not a resource"),
+            None,
+        ));
+    }
     let text = match m.text(&path) {
         Ok(text) => text,
         Err(Error::NotFound { .. }) if is_index(m, &path) => generated_index(m, &path)?,
@@ -181,15 +200,20 @@ fn generated_index(m: &Memdir, index: &str) -> Result<String, ErrorData> {
             .map_err(error)?;
         for e in page.entries.iter().filter(|e| !e.is_dir) {
             let rel = e.path.strip_prefix(root).unwrap_or(&e.path);
-            // A link target with spaces or parentheses is written in angle brackets.
-            let target = if rel.contains([' ', '(', ')', '<', '>']) {
-                format!("<{}>", rel.replace('<', "%3C").replace('>', "%3E"))
-            } else {
-                rel.to_owned()
-            };
+            // The link text escapes Markdown's brackets; the target is the path
+            // URI-encoded (so `?`, `#`, `%` and spaces lead to the memory itself); a
+            // description is one line of plain text.
+            let text = rel
+                .replace('\\', "\\\\")
+                .replace('[', "\\[")
+                .replace(']', "\\]");
+            let target = uri(&e.path)
+                .strip_prefix(&format!("{SCHEME}{}/", root.trim_matches('/')))
+                .map(str::to_owned)
+                .unwrap_or_else(|| rel.to_owned());
             let line = match &e.description {
-                Some(d) => format!("- [{rel}]({target}) — {d}\n"),
-                None => format!("- [{rel}]({target})\n"),
+                Some(d) => format!("- [{text}]({target}) — {}\n", one_line(d)),
+                None => format!("- [{text}]({target})\n"),
             };
             if out.len() + line.len() > budget.saturating_sub(200) {
                 out.push_str(&format!(
@@ -212,6 +236,13 @@ fn generated_index(m: &Memdir, index: &str) -> Result<String, ErrorData> {
     Ok(out)
 }
 
+/// Text on one line: line breaks and other control characters become spaces.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{path_of, uri};
@@ -229,6 +260,9 @@ mod tests {
         for p in ["/memories/a b/ü.md", "/m/100%.md", "/m/x?y#z.md"] {
             assert_eq!(path_of(&uri(p)).unwrap(), p);
         }
+        assert!(path_of("memory://m/a.md?x").is_err());
+        assert!(path_of("memory://m/a.md#x").is_err());
+        assert!(path_of(&format!("memory://m/{}", "q".repeat(4000))).is_err());
         assert!(path_of("file:///etc/passwd").is_err());
         assert!(path_of("memory://m/%zz").is_err());
         assert!(path_of("memory://m/%ff.md").is_err());

@@ -13,10 +13,17 @@ use rmcp::RoleServer;
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 
+use super::framing::FlowHandle;
 use crate::memory::{Feed, FeedEvents, Memdir};
 
 /// How often the feed is polled while notifications are wanted.
 const POLL: Duration = Duration::from_millis(200);
+/// Resource URIs one connection may subscribe to (per listen stream, and with
+/// `resources/subscribe`).
+pub(super) const MAX_URIS: usize = 1024;
+/// Changed paths gathered while the client does not read, before they are summed up as
+/// "everything changed".
+const MAX_PENDING_PATHS: usize = 10_000;
 
 /// Who wants which notifications on this connection.
 #[derive(Default)]
@@ -49,24 +56,37 @@ struct Listener {
 
 impl Subscriptions {
     /// A client of the legacy model listed resources: it gets `list_changed`.
-    pub async fn listed(self: &Arc<Self>, memdir: &Arc<Memdir>, peer: &Peer<RoleServer>) {
+    pub async fn listed(
+        self: &Arc<Self>,
+        memdir: &Arc<Memdir>,
+        flow: &FlowHandle,
+        peer: &Peer<RoleServer>,
+    ) {
         self.lock().peer.get_or_insert_with(|| peer.clone());
-        self.start(memdir).await;
+        self.start(memdir, flow).await;
     }
 
     pub async fn subscribe(
         self: &Arc<Self>,
         memdir: &Arc<Memdir>,
+        flow: &FlowHandle,
         peer: &Peer<RoleServer>,
         uri: String,
         path: String,
-    ) {
+    ) -> Result<(), String> {
         {
             let mut state = self.lock();
+            let entry = (uri, path);
+            if state.uris.len() >= MAX_URIS && !state.uris.contains(&entry) {
+                return Err(format!(
+                    "{MAX_URIS} resources are subscribed already; unsubscribe from one first"
+                ));
+            }
             state.peer.get_or_insert_with(|| peer.clone());
-            state.uris.insert((uri, path));
+            state.uris.insert(entry);
         }
-        self.start(memdir).await;
+        self.start(memdir, flow).await;
+        Ok(())
     }
 
     pub fn unsubscribe(&self, uri: &str) {
@@ -77,6 +97,7 @@ impl Subscriptions {
     pub async fn listen(
         self: &Arc<Self>,
         memdir: &Arc<Memdir>,
+        flow: &FlowHandle,
         sink: SubscriptionSink,
         uris: Vec<(String, String)>,
         list_changed: bool,
@@ -93,7 +114,7 @@ impl Subscriptions {
             });
             key
         };
-        self.start(memdir).await;
+        self.start(memdir, flow).await;
         key
     }
 
@@ -120,7 +141,7 @@ impl Subscriptions {
     /// Starts the polling task once, on the first request that asks for notifications;
     /// every such request awaits it, so the feed (the watches) exists before it is
     /// answered and a change after the answer is reported.
-    async fn start(self: &Arc<Self>, memdir: &Arc<Memdir>) {
+    async fn start(self: &Arc<Self>, memdir: &Arc<Memdir>, flow: &FlowHandle) {
         self.polling
             .get_or_init(|| async {
                 let prepared = self
@@ -141,15 +162,28 @@ impl Subscriptions {
                         }
                     }
                 };
-                tokio::spawn(poll_loop(Arc::clone(memdir), Arc::clone(self), feed));
+                tokio::spawn(poll_loop(
+                    Arc::clone(memdir),
+                    Arc::clone(self),
+                    flow.clone(),
+                    feed,
+                ));
             })
             .await;
     }
 }
 
-async fn poll_loop(memdir: Arc<Memdir>, subs: Arc<Subscriptions>, mut feed: Feed) {
+async fn poll_loop(
+    memdir: Arc<Memdir>,
+    subs: Arc<Subscriptions>,
+    flow: FlowHandle,
+    mut feed: Feed,
+) {
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Changes not yet told: while the client is not reading its output, they gather here,
+    // each path once, instead of in the output queue.
+    let mut pending = FeedEvents::default();
     loop {
         tick.tick().await;
         let m = Arc::clone(&memdir);
@@ -162,8 +196,20 @@ async fn poll_loop(memdir: Arc<Memdir>, subs: Arc<Subscriptions>, mut feed: Feed
             return;
         };
         feed = back;
-        if events != FeedEvents::default() {
-            notify(&subs, &events).await;
+        for path in events.changed {
+            if !pending.changed.contains(&path) {
+                pending.changed.push(path);
+            }
+        }
+        pending.everything |= events.everything;
+        pending.list_changed |= events.list_changed;
+        if pending.changed.len() > MAX_PENDING_PATHS {
+            // So many that "everything" says it as well, in less room.
+            pending.everything = true;
+            pending.changed.clear();
+        }
+        if pending != FeedEvents::default() && !flow.backlogged() {
+            notify(&subs, &std::mem::take(&mut pending)).await;
         }
     }
 }
