@@ -148,9 +148,12 @@ impl Flow {
         self.in_flight.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A request with an id already in flight (a client reusing ids) keeps the first
+    /// one's entry: it ends with whichever of the two is answered first.
     fn started(&self, id: &RequestId, len: usize) {
         let mut f = self.lock();
-        if f.requests.insert(id.clone(), len).is_none() {
+        if let std::collections::hash_map::Entry::Vacant(entry) = f.requests.entry(id.clone()) {
+            entry.insert(len);
             f.bytes += len;
         }
     }
@@ -610,6 +613,19 @@ mod tests {
             INVALID_REQUEST
         );
         assert_eq!(answer("42").1, INVALID_REQUEST);
+    }
+
+    #[test]
+    fn a_reused_request_id_is_counted_once() {
+        let flow = Flow::default();
+        let id = RequestId::Number(2);
+        flow.started(&id, 100);
+        flow.started(&id, 5000);
+        assert_eq!(flow.lock().bytes, 100);
+        flow.ended(&id);
+        flow.ended(&id);
+        let left = flow.lock();
+        assert_eq!((left.bytes, left.requests.len()), (0, 0));
     }
 
     #[test]
