@@ -23,6 +23,19 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
             "old_str is empty; give the exact text to replace (read the memory first)".into(),
         ));
     }
+    // Numbered lines show a file with Windows line endings without its `\r`s, so a
+    // multi-line `old_str` copied from them has bare `\n`s: in a CRLF file it is matched
+    // as written with `\r\n`, and `new_str` written the same way keeps the endings.
+    if let Some((old, new)) = crlf_forms(text, old, new) {
+        return replace(text, path, &old, &new, replace_all).map_err(|e| match e {
+            // The error quotes old_str as the agent gave it.
+            Error::Edit(EditFault::NoMatch { path, .. }) => Error::Edit(EditFault::NoMatch {
+                path,
+                old: old.replace("\r\n", "\n"),
+            }),
+            other => other,
+        });
+    }
     let starts: Vec<usize> = text.match_indices(old).map(|(i, _)| i).collect();
     match starts.len() {
         0 => Err(Error::Edit(EditFault::NoMatch {
@@ -76,6 +89,23 @@ pub fn replace(text: &str, path: &str, old: &str, new: &str, replace_all: bool) 
             })
         }
     }
+}
+
+/// `old` and `new` with `\r\n` line endings, when `old` does not occur in `text` as
+/// given, spans lines with bare `\n`s, and `text` uses CRLF line endings.
+pub fn crlf_forms(text: &str, old: &str, new: &str) -> Option<(String, String)> {
+    let applies =
+        old.contains('\n') && !old.contains('\r') && text.contains("\r\n") && !text.contains(old);
+    applies.then(|| {
+        let crlf = |s: &str| {
+            if s.contains('\r') {
+                s.to_owned()
+            } else {
+                s.replace('\n', "\r\n")
+            }
+        };
+        (crlf(old), crlf(new))
+    })
 }
 
 /// Byte offsets of every `\n` in `text`.
@@ -244,6 +274,20 @@ mod tests {
         let all = replace("x\ny x\n", "/m/x", "x", "z", true).unwrap();
         assert_eq!(all.text, "z\ny z\n");
         assert_eq!((all.first_line, all.last_line), (1, 2));
+    }
+
+    #[test]
+    fn a_multi_line_old_str_matches_a_crlf_file_and_keeps_its_endings() {
+        let e = replace("a\r\nb\r\nc\r\n", "/m/x", "a\nb", "A\nB", false).unwrap();
+        assert_eq!(e.text, "A\r\nB\r\nc\r\n");
+        assert_eq!((e.first_line, e.last_line), (1, 2));
+        // Not found either way: the error quotes old_str as given.
+        let err = replace("a\r\nb\r\n", "/m/x", "a\nz", "y", false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("old_str `a\nz`"), "{err}");
+        // A file with bare newlines is matched as given.
+        assert!(replace("a\nb\n", "/m/x", "a\r\nb", "y", false).is_err());
     }
 
     #[test]

@@ -618,3 +618,34 @@ async fn views_stay_within_the_result_budget_and_say_how_to_go_on() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn lines_copied_from_a_view_of_a_crlf_file_can_be_replaced() {
+    // A file with Windows line endings views without its `\r`s; a multi-line old_str
+    // copied from the view matches, and the file keeps its CRLF endings.
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("win.md"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    let s = sb.serve_with(&["--tools", "all"]).await;
+    let view = memory_ok(&s, json!({"command": "view", "path": "/memories/win.md"})).await;
+    assert!(view.ends_with("     2\ttwo\n     3\tthree"), "{view:?}");
+    memory_ok(
+        &s,
+        json!({"command": "str_replace", "path": "/memories/win.md", "old_str": "one\ntwo", "new_str": "1\n2"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("win.md")).unwrap(),
+        "1\r\n2\r\nthree\r\n"
+    );
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "win.md", "old_str": "2\nfour", "new_str": "x"}),
+        )
+        .await;
+    assert!(
+        e.contains("old_str `2\nfour` did not appear verbatim"),
+        "{e}"
+    );
+    s.stop().await;
+}

@@ -92,6 +92,16 @@ fn model_replace(text: &str, old: &str, new: &str, replace_all: bool) -> Model {
     if old.is_empty() {
         return Err("old_str is empty".into());
     }
+    // A multi-line old_str with bare newlines that is not in a CRLF file as given is
+    // looked for with CRLF endings (new_str too, unless it has a `\r` of its own).
+    if old.contains('\n') && !old.contains('\r') && text.contains("\r\n") && !text.contains(old) {
+        let new = if new.contains('\r') {
+            new.to_owned()
+        } else {
+            new.replace('\n', "\r\n")
+        };
+        return model_replace(text, &old.replace('\n', "\r\n"), &new, replace_all);
+    }
     // Occurrences, left to right, without overlap.
     let mut starts = Vec::new();
     let mut i = 0;

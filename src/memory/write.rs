@@ -287,9 +287,11 @@ impl Memdir {
             EditOp::Replace { old, new, all } => {
                 // Refused before it is built: a short old_str found often, with a long
                 // new_str, could otherwise ask for gigabytes.
-                if all && new.len() > old.len() && !old.is_empty() {
-                    let grows =
-                        cur.text.matches(old).count() as u64 * (new.len() - old.len()) as u64;
+                let (old_form, new_form) = edit::crlf_forms(&cur.text, old, new)
+                    .unwrap_or_else(|| (old.to_owned(), new.to_owned()));
+                if all && new_form.len() > old_form.len() && !old_form.is_empty() {
+                    let grows = cur.text.matches(old_form.as_str()).count() as u64
+                        * (new_form.len() - old_form.len()) as u64;
                     let size = cur.text.len() as u64 + grows;
                     let max = self.settings.max_file_bytes;
                     if size > max {
