@@ -108,6 +108,21 @@ pub fn crlf_forms(text: &str, old: &str, new: &str) -> Option<(String, String)> 
     })
 }
 
+/// The line ending added text gets: `\r\n` in a file with Windows line endings, so an
+/// insert or append keeps them, else `\n`.
+fn newline_of(text: &str) -> &'static str {
+    if text.contains("\r\n") { "\r\n" } else { "\n" }
+}
+
+/// `added` with its bare `\n`s written as `newline` (kept as given if it has a `\r`).
+fn with_newlines(added: &str, newline: &str) -> String {
+    if newline == "\r\n" && !added.contains('\r') {
+        added.replace('\n', "\r\n")
+    } else {
+        added.to_owned()
+    }
+}
+
 /// Byte offsets of every `\n` in `text`.
 fn newline_offsets(text: &str) -> Vec<usize> {
     text.match_indices('\n').map(|(i, _)| i).collect()
@@ -128,15 +143,16 @@ pub fn insert(text: &str, after: i64, insert: &str) -> Result<Edited> {
         }));
     }
     let after = after as usize;
-    let mut block = insert.to_owned();
+    let newline = newline_of(text);
+    let mut block = with_newlines(insert, newline);
     if !block.ends_with('\n') {
-        block.push('\n');
+        block.push_str(newline);
     }
     let offset = byte_offset_of_line(text, after);
-    let mut out = String::with_capacity(text.len() + block.len() + 1);
+    let mut out = String::with_capacity(text.len() + block.len() + 2);
     out.push_str(&text[..offset]);
     if offset > 0 && !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(newline);
     }
     out.push_str(&block);
     out.push_str(&text[offset..]);
@@ -151,12 +167,13 @@ pub fn insert(text: &str, after: i64, insert: &str) -> Result<Edited> {
 
 /// Appends `tail`, starting it on a new line if the text does not end with one.
 pub fn append(text: &str, tail: &str) -> Edited {
+    let newline = newline_of(text);
     let mut out = text.to_owned();
     if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(newline);
     }
     let first_line = text::lines(&out).len() + 1;
-    out.push_str(tail);
+    out.push_str(&with_newlines(tail, newline));
     let last_line = text::lines(&out).len().max(first_line);
     Edited {
         text: out,
@@ -299,6 +316,17 @@ mod tests {
         let e = insert("a\nb\n", 3, "x").unwrap_err().to_string();
         assert!(e.contains("[0, 2]"), "{e}");
         assert!(insert("a", -1, "x").is_err());
+    }
+
+    #[test]
+    fn inserts_and_appends_keep_a_crlf_files_endings() {
+        assert_eq!(
+            insert("a\r\nb\r\n", 1, "x\ny").unwrap().text,
+            "a\r\nx\r\ny\r\nb\r\n"
+        );
+        assert_eq!(insert("a\r\nb", 2, "x").unwrap().text, "a\r\nb\r\nx\r\n");
+        assert_eq!(append("a\r\nb", "c\nd\n").text, "a\r\nb\r\nc\r\nd\r\n");
+        assert_eq!(append("a\nb", "c\n").text, "a\nb\nc\n");
     }
 
     #[test]

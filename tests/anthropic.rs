@@ -620,9 +620,10 @@ async fn views_stay_within_the_result_budget_and_say_how_to_go_on() {
 }
 
 #[tokio::test]
-async fn lines_copied_from_a_view_of_a_crlf_file_can_be_replaced() {
+async fn a_crlf_file_is_edited_from_its_view_and_keeps_its_endings() {
     // A file with Windows line endings views without its `\r`s; a multi-line old_str
-    // copied from the view matches, and the file keeps its CRLF endings.
+    // copied from the view matches, and the file keeps its CRLF endings, also through
+    // inserts and appends.
     let sb = Sandbox::new();
     std::fs::write(sb.store().join("win.md"), "one\r\ntwo\r\nthree\r\n").unwrap();
     let s = sb.serve_with(&["--tools", "all"]).await;
@@ -637,14 +638,29 @@ async fn lines_copied_from_a_view_of_a_crlf_file_can_be_replaced() {
         std::fs::read_to_string(sb.store().join("win.md")).unwrap(),
         "1\r\n2\r\nthree\r\n"
     );
+    // Inserted and appended lines take the file's endings too.
+    memory_ok(
+        &s,
+        json!({"command": "insert", "path": "/memories/win.md", "insert_line": 1, "insert_text": "1.5\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "win.md", "append_text": "four\nfive"}),
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("win.md")).unwrap(),
+        "1\r\n1.5\r\n2\r\nthree\r\nfour\r\nfive"
+    );
     let e = s
         .err(
             "memory_edit",
-            json!({"path": "win.md", "old_str": "2\nfour", "new_str": "x"}),
+            json!({"path": "win.md", "old_str": "2\nsix", "new_str": "x"}),
         )
         .await;
     assert!(
-        e.contains("old_str `2\nfour` did not appear verbatim"),
+        e.contains("old_str `2\nsix` did not appear verbatim"),
         "{e}"
     );
     s.stop().await;

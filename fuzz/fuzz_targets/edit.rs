@@ -152,14 +152,20 @@ fn model_insert(text: &str, after: i64, insert: &str) -> Model {
         return Err(format!("[0, {count}]"));
     }
     let after = after as usize;
+    // Added text takes the file's line endings: CRLF if the file has any.
+    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let units: Vec<&str> = text.split_inclusive('\n').collect();
     let mut out: String = units[..after].concat();
     if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(nl);
     }
-    let mut block = insert.to_owned();
+    let mut block = if nl == "\r\n" && !insert.contains('\r') {
+        insert.replace('\n', "\r\n")
+    } else {
+        insert.to_owned()
+    };
     if !block.ends_with('\n') {
-        block.push('\n');
+        block.push_str(nl);
     }
     out.push_str(&block);
     out.push_str(&units[after..].concat());
@@ -167,12 +173,17 @@ fn model_insert(text: &str, after: i64, insert: &str) -> Model {
 }
 
 fn model_append(text: &str, tail: &str) -> (String, usize, usize) {
+    let nl = if text.contains("\r\n") { "\r\n" } else { "\n" };
     let mut out = text.to_owned();
     if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
+        out.push_str(nl);
     }
     let first = line_count(&out) + 1;
-    out.push_str(tail);
+    if nl == "\r\n" && !tail.contains('\r') {
+        out.push_str(&tail.replace('\n', "\r\n"));
+    } else {
+        out.push_str(tail);
+    }
     let last = line_count(&out).max(first);
     (out, first, last)
 }
