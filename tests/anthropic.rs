@@ -17,19 +17,6 @@ async fn memory_err(s: &Server, args: Value) -> String {
     s.err("memory", args).await
 }
 
-async fn tool_names(s: &Server) -> Vec<String> {
-    let mut names: Vec<String> = s
-        .client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
-    names.sort();
-    names
-}
-
 #[tokio::test]
 async fn the_tool_sets_offer_memory_alone_beside_the_others_or_not_at_all() {
     let sb = Sandbox::new();
@@ -87,13 +74,13 @@ async fn the_tool_sets_offer_memory_alone_beside_the_others_or_not_at_all() {
     s.stop().await;
 
     let s = sb.serve_with(&["--tools", "all"]).await;
-    let names = tool_names(&s).await;
+    let names = s.tool_names().await;
     assert_eq!(names.len(), 8, "{names:?}");
     assert!(names.iter().any(|n| n == "memory") && names.iter().any(|n| n == "memory_read"));
     s.stop().await;
 
     let s = sb.serve().await;
-    assert!(!tool_names(&s).await.iter().any(|n| n == "memory"));
+    assert!(!s.tool_names().await.iter().any(|n| n == "memory"));
     s.stop().await;
 }
 

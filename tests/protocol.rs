@@ -37,7 +37,13 @@ impl Raw {
     /// `notifications/initialized`.
     async fn start() -> Raw {
         let mut raw = Raw::spawn();
-        raw.send_line(
+        raw.handshake().await;
+        raw
+    }
+
+    /// Sends `initialize`, checks its reply and sends `notifications/initialized`.
+    async fn handshake(&mut self) {
+        self.send_line(
             &json!({
                 "jsonrpc": "2.0",
                 "id": 0,
@@ -51,16 +57,15 @@ impl Raw {
             .to_string(),
         )
         .await;
-        let init = raw.recv().await;
+        let init = self.recv().await;
         assert_eq!(init["id"], json!(0), "initialize reply: {init}");
         assert!(
             init["result"]["protocolVersion"].is_string(),
             "initialize reply: {init}"
         );
         assert_eq!(init["result"]["serverInfo"]["name"], "memdir");
-        raw.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        self.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
             .await;
-        raw
     }
 
     /// Spawns `memdir --root <tmp>/store` and says nothing yet.
@@ -1326,24 +1331,7 @@ async fn a_notification_or_response_before_the_first_request_is_dropped_not_fata
     server
         .send_line(r#"{"jsonrpc":"2.0","id":99,"result":{}}"#)
         .await;
-    server
-        .send_line(
-            &json!({
-                "jsonrpc": "2.0", "id": 0, "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "early", "version": "1.0"}
-                }
-            })
-            .to_string(),
-        )
-        .await;
-    let init = server.reply(&json!(0)).await;
-    assert_eq!(init["result"]["serverInfo"]["name"], "memdir", "{init}");
-    server
-        .send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
-        .await;
+    server.handshake().await;
     server.assert_still_serves().await;
 }
 

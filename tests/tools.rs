@@ -744,14 +744,7 @@ async fn read_only_stores_refuse_mutations() {
     s.stop().await;
 
     let only_ro = Server::start(&["--store", &spec_ro], &[]).await;
-    let names: Vec<String> = only_ro
-        .client
-        .list_all_tools()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name.to_string())
-        .collect();
+    let names = only_ro.tool_names().await;
     assert_eq!(names.len(), 4, "mutating tools are not offered: {names:?}");
     only_ro.stop().await;
 }

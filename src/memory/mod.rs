@@ -186,15 +186,7 @@ impl Memdir {
         view_range: Option<(i64, i64)>,
         reserve: usize,
     ) -> Result<ReadResult> {
-        let p = self.path(raw)?;
-        if p.is_root() {
-            return Err(Error::IsFolder {
-                path: p.canonical(),
-            });
-        }
-        let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
-            path: p.canonical(),
-        })?;
+        let (p, cur) = self.existing(raw)?;
         let all: Vec<&str> = cur.text.split_inclusive('\n').collect();
         let total = all.len();
         let (start, end) = resolve_range(view_range, total)?;
@@ -285,6 +277,11 @@ impl Memdir {
 
     /// A memory's whole text (for MCP resources, which are read whole).
     pub fn text(&self, raw: &str) -> Result<String> {
+        Ok(self.existing(raw)?.1.text)
+    }
+
+    /// The memory at `raw`, read: a store itself is a folder, nothing there is not found.
+    fn existing(&self, raw: &str) -> Result<(MemPath, Current)> {
         let p = self.path(raw)?;
         if p.is_root() {
             return Err(Error::IsFolder {
@@ -294,7 +291,7 @@ impl Memdir {
         let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
-        Ok(cur.text)
+        Ok((p, cur))
     }
 
     /// Frontmatter of a memory's text, for list and search results.

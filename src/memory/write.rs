@@ -287,10 +287,16 @@ impl Memdir {
             EditOp::Replace { old, new, all } => {
                 // Refused before it is built: a short old_str found often, with a long
                 // new_str, could otherwise ask for gigabytes.
-                let (old_form, new_form) = edit::crlf_forms(&cur.text, old, new)
-                    .unwrap_or_else(|| (old.to_owned(), new.to_owned()));
+                let forms = if all {
+                    edit::crlf_forms(&cur.text, old, new)
+                } else {
+                    None
+                };
+                let (old_form, new_form) = forms
+                    .as_ref()
+                    .map_or((old, new), |(o, n)| (o.as_str(), n.as_str()));
                 if all && new_form.len() > old_form.len() && !old_form.is_empty() {
-                    let grows = cur.text.matches(old_form.as_str()).count() as u64
+                    let grows = cur.text.matches(old_form).count() as u64
                         * (new_form.len() - old_form.len()) as u64;
                     let size = cur.text.len() as u64 + grows;
                     let max = self.settings.max_file_bytes;

@@ -199,6 +199,20 @@ impl Server {
         .expect("SIGKILL");
     }
 
+    /// The names of the tools offered, sorted.
+    pub async fn tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .client
+            .list_all_tools()
+            .await
+            .expect("tools/list")
+            .into_iter()
+            .map(|t| t.name.to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
     pub async fn stop(self) {
         let _ = self.client.cancel().await;
     }
