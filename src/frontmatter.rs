@@ -2,6 +2,7 @@
 //! (`---` line, YAML, `---` line), as Claude Code's memory files use it. A block that does
 //! not parse is plain content: never an error.
 
+use yaml_rust2::scanner::{Scanner, TokenType};
 use yaml_rust2::{Yaml, YamlLoader};
 
 /// The fields memdir understands; everything else in the block is ignored.
@@ -34,6 +35,12 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
         offset += line.len();
     }
     let block = &head[..end?];
+    // The loader copies the node an alias (`*name`) refers to, so a few hundred bytes of
+    // nested aliases grow to gigabytes ("billion laughs"): a block that uses one is not
+    // read. Frontmatter has no need for them.
+    if Scanner::new(block.chars()).any(|token| matches!(token.1, TokenType::Alias(_))) {
+        return None;
+    }
     let docs = YamlLoader::load_from_str(block).ok()?;
     let Some(Yaml::Hash(map)) = docs.into_iter().next() else {
         return None;
@@ -93,5 +100,14 @@ mod tests {
         ] {
             assert_eq!(parse(text), None, "{text:?}");
         }
+    }
+
+    #[test]
+    fn aliases_are_not_expanded() {
+        assert_eq!(parse("---\ndescription: d\nx: &a 1\ny: *a\n---\n"), None);
+        // An anchor alone, and a `*` that is not an alias, are fine.
+        let fm = parse("---\ndescription: \"*a\"\nx: &a 1\ntags: [\"*\"]\n---\n").unwrap();
+        assert_eq!(fm.description.as_deref(), Some("*a"));
+        assert_eq!(fm.tags, ["*"]);
     }
 }

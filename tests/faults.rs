@@ -553,3 +553,48 @@ async fn every_replaced_or_deleted_file_is_released() {
     assert_eq!(read["content"], json!(format!("revision {}\n", N - 1)));
     s.stop().await;
 }
+
+// ---- YAML aliases -------------------------------------------------------------------------
+
+/// Frontmatter whose aliases would expand 500 bytes into 9^9 copies of a list ("billion
+/// laughs"). The server runs with its heap limited to 512 MiB (`RLIMIT_DATA`), so
+/// expanding it fails fast instead of taking the machine's memory.
+#[tokio::test]
+async fn frontmatter_aliases_are_not_expanded() {
+    let mut bomb = String::from("---\ndescription: boom\na0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..10 {
+        let refs = vec![format!("*a{}", i - 1); 9].join(", ");
+        bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    bomb.push_str("---\nthe body of the bomb\n");
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start_with(&["--root", &root], &[], |c| {
+        // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                let lim = rustix::process::Rlimit {
+                    current: Some(512 << 20),
+                    maximum: Some(512 << 20),
+                };
+                rustix::process::setrlimit(rustix::process::Resource::Data, lim)
+                    .map_err(std::io::Error::from)
+            });
+        }
+    })
+    .await;
+    s.ok("memory_write", json!({"path": "bomb.md", "content": bomb}))
+        .await;
+    let listed = s.ok("memory_list", json!({})).await;
+    assert_eq!(listed["entries"][0]["path"], "/memories/bomb.md");
+    assert!(
+        listed["entries"][0].get("description").is_none(),
+        "{listed}"
+    );
+    s.ok("memory_list", json!({"depth": 1})).await;
+    let found = s.ok("memory_search", json!({"query": "body bomb"})).await;
+    assert_eq!(found["hits"][0]["path"], "/memories/bomb.md", "{found}");
+    assert!(found["hits"][0].get("description").is_none(), "{found}");
+    s.ok("memory_read", json!({"path": "bomb.md"})).await;
+    s.stop().await;
+}
