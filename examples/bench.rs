@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! cargo build --release && cargo run --release --example bench -- \
-//!     [--iterations N] [--spawns N] [--scan-iterations N] [--bin PATH]
+//!     [--iterations N] [--spawns N] [--scan-iterations N] [--bin PATH] [--work-dir DIR]
+//!     [--no-settle]
 //! ```
 //!
 //! It drives the real `memdir` binary through the rmcp client over stdio, exactly as an
@@ -18,6 +19,15 @@
 //! d. the server's resident memory (VmHWM / VmRSS) idle after start-up and after the work;
 //!
 //! and a summary table against the targets. Temp folders are removed at the end.
+//!
+//! Every write creates a file (the temp file renamed into place). On ext4 without a
+//! journal that costs 0.2–0.6 ms instead of ~0.02 ms for a few minutes after thousands of
+//! files were deleted nearby (an earlier run's clean-up, the test suite): the kernel does
+//! not reuse an inode freed in the last 60 s (360 s while its inode table block is not
+//! yet written back) and steps over each such inode when it allocates one. A run then
+//! measures those deletions rather than memdir or the disk, so the bench first waits
+//! until creating a file is cheap again (at most 7 minutes; `--no-settle` does not
+//! wait), and prints what creating a file cost before and after the write loops.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -68,6 +78,14 @@ struct Args {
     /// `--server-arg=--no-history` or `--server-arg=--no-index` to see what a feature costs.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     server_args: Vec<String>,
+    /// Measure at once, even while creating a file is slow because of deletions made
+    /// just before (see the note the bench prints then).
+    #[arg(long)]
+    no_settle: bool,
+    /// Where to make the bench's temp folder (default: the system temp folder). Put it on
+    /// the disk your stores live on to measure that disk.
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[tokio::main]
@@ -77,7 +95,11 @@ async fn main() -> anyhow::Result<()> {
         Some(b) => b.clone(),
         None => memdir_bin()?,
     };
-    let work = std::env::temp_dir().join(format!("memdir-bench-{}", std::process::id()));
+    let work = args
+        .work_dir
+        .clone()
+        .unwrap_or_else(std::env::temp_dir)
+        .join(format!("memdir-bench-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work)?;
     let started = Instant::now();
@@ -94,7 +116,16 @@ async fn main() -> anyhow::Result<()> {
 async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     println!("memdir bench");
     println!("  binary    {} ({})", bin.display(), file_size(bin));
-    println!("  temp dir  {} ({})", work.display(), fs_type(work));
+    println!(
+        "  temp dir  {} ({}{})",
+        work.display(),
+        fs_type(work),
+        if ext4_without_journal(work) {
+            ", no journal"
+        } else {
+            ""
+        }
+    );
     println!(
         "  host      {} CPUs, kernel {}",
         std::thread::available_parallelism().map_or(0, |n| n.get()),
@@ -106,6 +137,9 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
         println!("  server    extra arguments {:?}", args.server_args);
     }
     println!("  latencies in ms; pNN = nearest-rank percentile\n");
+    if !args.no_settle {
+        settle(work).await?;
+    }
 
     let mut summary = Vec::new();
 
@@ -228,6 +262,10 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     let history = !args.server_args.iter().any(|a| a == "--no-history");
     let direct_dir = work.join("direct");
     std::fs::create_dir_all(&direct_dir)?;
+    // Every write creates a file (the temp file renamed into place), and what that costs
+    // depends on the file system's recent past (see the note printed below): measured
+    // alone, before and after the write loops.
+    let create_before = create_files(&work.join("probe"), "before", 200)?;
     let direct_log = history.then(|| direct_dir.join("log.jsonl"));
     let durable =
         |name: &str, bytes: &[u8]| durable_write(&direct_dir, name, bytes, direct_log.as_deref());
@@ -301,12 +339,28 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     row("baseline: std::fs durable write, distinct", &b_wd);
     row("baseline: std::fs durable write, same path", &b_ws);
     row("baseline: std::fs::read, 1–4 KB", &b_r);
+    let create_after = create_files(&work.join("probe"), "after", 200)?;
+    let (c_before, c_after) = (Stats::of(&create_before), Stats::of(&create_after));
+    row("create an empty file, before the loops", &c_before);
+    row("create an empty file, after the loops", &c_after);
     if history {
         println!(
             "(durable write = temp file + write + fsync + rename + fsync folder, then a log line with the content appended + fdatasync, as history does)"
         );
     } else {
         println!("(durable write = temp file + write + fsync + rename + fsync folder)");
+    }
+    if c_before.p50.max(c_after.p50) > SLOW_CREATE_MS {
+        println!(
+            "(note: creating a file took {:.3} / {:.3} ms p50 here, where ~0.02 ms is usual; every write creates one, in memdir and in the baseline{})",
+            c_before.p50,
+            c_after.p50,
+            if ext4_without_journal(work) {
+                format!(". {EXT4_RECENTLY_FREED}")
+            } else {
+                String::new()
+            }
+        );
     }
     println!("\ndrift (p50 of the first vs the last tenth of each loop):");
     drift("memory_write, distinct", &write_distinct);
@@ -494,7 +548,7 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
 
 #[path = "common/host.rs"]
 mod host;
-use host::{fs_type, memdir_bin};
+use host::{ext4_without_journal, fs_type, memdir_bin};
 
 #[path = "common/stats.rs"]
 mod stats;
@@ -635,6 +689,73 @@ fn timed_local(
         }
     }
     Ok(samples)
+}
+
+/// Above this p50, creating an empty file is slow (~0.02 ms is usual on a local disk).
+const SLOW_CREATE_MS: f64 = 0.08;
+
+/// How long `settle` waits at most, and between two probes.
+const SETTLE_MAX: Duration = Duration::from_secs(420);
+const SETTLE_STEP: Duration = Duration::from_secs(30);
+/// Files `settle` creates per probe.
+const SETTLE_PROBE: usize = 400;
+
+const EXT4_RECENTLY_FREED: &str = "this file system is ext4 without a journal, which does not reuse an inode freed in the last 1–6 minutes, and allocating a new one steps over each of them: right after thousands of deletions nearby (an earlier bench run's clean-up, the test suite) a file costs 0.2–0.6 ms to create until they age";
+
+/// Times creating `n` empty files in `dir` (made if missing), named `<tag><i>`. They stay
+/// until the bench's clean-up: deleting them now would slow the next creations (see
+/// `EXT4_RECENTLY_FREED`).
+fn create_files(dir: &Path, tag: &str, n: usize) -> anyhow::Result<Vec<Duration>> {
+    std::fs::create_dir_all(dir)?;
+    timed_local(n, |i| {
+        File::options()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(format!("{tag}{i}")))
+            .map(drop)
+    })
+}
+
+/// Every write creates a file. When that is slow on ext4 because of deletions made just
+/// before (`EXT4_RECENTLY_FREED`), a run measures those deletions rather than memdir or
+/// the disk: wait, at most `SETTLE_MAX`, until it is cheap again, and say so.
+async fn settle(work: &Path) -> anyhow::Result<()> {
+    if !ext4_without_journal(work) {
+        return Ok(());
+    }
+    let started = Instant::now();
+    for round in 0.. {
+        // The files freed last are stepped over by every allocation after them: only the
+        // later creations of a run long enough to get past a few thousand of them tell.
+        let samples = create_files(&work.join("settle"), &format!("{round}-"), SETTLE_PROBE)?;
+        let p50 = Stats::of(&samples[samples.len() / 2..]).p50;
+        if p50 <= SLOW_CREATE_MS {
+            if round > 0 {
+                println!(
+                    "creating a file takes {p50:.3} ms p50 again after {:.0} s\n",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            return Ok(());
+        }
+        if round == 0 {
+            println!(
+                "creating a file takes {p50:.3} ms p50 here, where ~0.02 ms is usual: {EXT4_RECENTLY_FREED}. Waiting for that (at most {} s; --no-settle measures at once).",
+                SETTLE_MAX.as_secs()
+            );
+        } else {
+            println!("  {:>3.0} s: {p50:.3} ms", started.elapsed().as_secs_f64());
+        }
+        if started.elapsed() >= SETTLE_MAX {
+            println!(
+                "still slow after {} s: measuring anyway\n",
+                SETTLE_MAX.as_secs()
+            );
+            return Ok(());
+        }
+        tokio::time::sleep(SETTLE_STEP).await;
+    }
+    Ok(())
 }
 
 /// One tool call that must succeed; returns its structured content.
