@@ -35,10 +35,7 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
         offset += line.len();
     }
     let block = &head[..end?];
-    // The loader copies the node an alias (`*name`) refers to, so a few hundred bytes of
-    // nested aliases grow to gigabytes ("billion laughs"): a block that uses one is not
-    // read. Frontmatter has no need for them.
-    if Scanner::new(block.chars()).any(|token| matches!(token.1, TokenType::Alias(_))) {
+    if !loadable(block) {
         return None;
     }
     let docs = YamlLoader::load_from_str(block).ok()?;
@@ -65,6 +62,38 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
         tags,
         expires_at: get("expires_at"),
     })
+}
+
+/// Deepest nesting of collections read; frontmatter fields are flat.
+const MAX_DEPTH: usize = 32;
+
+/// Whether the YAML loader can be given `block` safely, judged from its tokens (the
+/// scanner is iterative and stops at the first reason to refuse):
+/// - no alias (`*name`): the loader copies the node an alias refers to, so a few hundred
+///   bytes of nested aliases grow to gigabytes ("billion laughs");
+/// - no collections nested deeper than `MAX_DEPTH`: the loader recurses once per level,
+///   and 6,000 levels of `- ` (12 KB) overflowed a worker thread's stack.
+fn loadable(block: &str) -> bool {
+    let mut depth = 0usize;
+    for token in Scanner::new(block.chars()) {
+        match token.1 {
+            TokenType::Alias(_) => return false,
+            TokenType::BlockSequenceStart
+            | TokenType::BlockMappingStart
+            | TokenType::FlowSequenceStart
+            | TokenType::FlowMappingStart => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return false;
+                }
+            }
+            TokenType::BlockEnd | TokenType::FlowSequenceEnd | TokenType::FlowMappingEnd => {
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+    }
+    true
 }
 
 fn scalar(y: &Yaml) -> Option<String> {
@@ -103,8 +132,25 @@ mod tests {
     }
 
     #[test]
-    fn aliases_are_not_expanded() {
+    fn aliases_and_deep_nesting_are_not_loaded() {
         assert_eq!(parse("---\ndescription: d\nx: &a 1\ny: *a\n---\n"), None);
+        // Deep nesting, block and flow: refused before the recursive loader sees it.
+        for deep in [
+            format!("---\ndescription: d\nx:\n  {}a\n---\n", "- ".repeat(6000)),
+            format!("---\ndescription: d\nx:\n  {}a\n---\n", "? ".repeat(4000)),
+            format!("---\n{}a\n---\n", "- ".repeat(6000)),
+            format!(
+                "---\ndescription: d\nx: {}\n---\n",
+                "[".repeat(40) + &"]".repeat(40)
+            ),
+        ] {
+            assert_eq!(parse(&deep), None);
+        }
+        let nested = format!(
+            "---\ndescription: d\nx: {}\n---\n",
+            "[".repeat(20) + &"]".repeat(20)
+        );
+        assert_eq!(parse(&nested).unwrap().description.as_deref(), Some("d"));
         // An anchor alone, and a `*` that is not an alias, are fine.
         let fm = parse("---\ndescription: \"*a\"\nx: &a 1\ntags: [\"*\"]\n---\n").unwrap();
         assert_eq!(fm.description.as_deref(), Some("*a"));

@@ -554,22 +554,44 @@ async fn every_replaced_or_deleted_file_is_released() {
     s.stop().await;
 }
 
-// ---- YAML aliases -------------------------------------------------------------------------
+// ---- hostile frontmatter -----------------------------------------------------------------
 
-/// Frontmatter whose aliases would expand 500 bytes into 9^9 copies of a list ("billion
-/// laughs"). The server runs with its heap limited to 512 MiB (`RLIMIT_DATA`), so
-/// expanding it fails fast instead of taking the machine's memory.
+/// Frontmatter that the YAML loader cannot be given: aliases that would expand 500 bytes
+/// into 9^9 copies of a list ("billion laughs"), and 6,000 levels of nesting (12 KB) that
+/// its recursion would overflow a thread's stack with. The server runs with its heap
+/// limited to 512 MiB (`RLIMIT_DATA`), so an expansion fails fast instead of taking the
+/// machine's memory. Both files are content: listed and found without a description, in
+/// this server and in one started afterwards on the same store (its start-up indexing
+/// reads them too).
 #[tokio::test]
-async fn frontmatter_aliases_are_not_expanded() {
+async fn hostile_frontmatter_is_content() {
     let mut bomb = String::from("---\ndescription: boom\na0: &a0 [x, x, x, x, x, x, x, x, x]\n");
     for i in 1..10 {
         let refs = vec![format!("*a{}", i - 1); 9].join(", ");
         bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
     }
     bomb.push_str("---\nthe body of the bomb\n");
+    let deep = format!(
+        "---\ndescription: deep\nx:\n  {}a\n---\nthe body of the deep one\n",
+        "- ".repeat(6000)
+    );
     let sb = Sandbox::new();
     let root = sb.store().to_str().unwrap().to_owned();
-    let s = Server::start_with(&["--root", &root], &[], |c| {
+    let s = start_with_heap_limit(&root).await;
+    s.ok("memory_write", json!({"path": "bomb.md", "content": bomb}))
+        .await;
+    s.ok("memory_write", json!({"path": "deep.md", "content": deep}))
+        .await;
+    as_content(&s).await;
+    let restarted = start_with_heap_limit(&root).await;
+    as_content(&restarted).await;
+    restarted.stop().await;
+    s.stop().await;
+}
+
+/// `memdir --root ROOT` with its heap limited to 512 MiB (`RLIMIT_DATA`).
+async fn start_with_heap_limit(root: &str) -> Server {
+    Server::start_with(&["--root", root], &[], |c| {
         // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
         unsafe {
             c.pre_exec(|| {
@@ -582,19 +604,27 @@ async fn frontmatter_aliases_are_not_expanded() {
             });
         }
     })
-    .await;
-    s.ok("memory_write", json!({"path": "bomb.md", "content": bomb}))
-        .await;
+    .await
+}
+
+/// `bomb.md` and `deep.md` of `hostile_frontmatter_is_content` are listed, found and read,
+/// without a description.
+async fn as_content(s: &Server) {
     let listed = s.ok("memory_list", json!({})).await;
-    assert_eq!(listed["entries"][0]["path"], "/memories/bomb.md");
+    let entries = listed["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{listed}");
     assert!(
-        listed["entries"][0].get("description").is_none(),
+        entries.iter().all(|e| e.get("description").is_none()),
         "{listed}"
     );
     s.ok("memory_list", json!({"depth": 1})).await;
-    let found = s.ok("memory_search", json!({"query": "body bomb"})).await;
-    assert_eq!(found["hits"][0]["path"], "/memories/bomb.md", "{found}");
-    assert!(found["hits"][0].get("description").is_none(), "{found}");
-    s.ok("memory_read", json!({"path": "bomb.md"})).await;
-    s.stop().await;
+    for (query, path) in [
+        ("body bomb", "/memories/bomb.md"),
+        ("deep one", "/memories/deep.md"),
+    ] {
+        let found = s.ok("memory_search", json!({"query": query})).await;
+        assert_eq!(found["hits"][0]["path"], path, "{found}");
+        assert!(found["hits"][0].get("description").is_none(), "{found}");
+    }
+    s.ok("memory_read", json!({"path": "deep.md"})).await;
 }
