@@ -1112,6 +1112,35 @@ fn peak_rss_mib(pid: u32) -> u64 {
 }
 
 #[tokio::test]
+async fn a_line_of_millions_of_tiny_values_is_refused_without_being_built() {
+    // 16 MiB of `0,` is 8 million numbers; parsed, they took 1.5 GB. Such a message is
+    // refused (with its id) after a pass that builds nothing, and the server goes on.
+    let mut server = Raw::start().await;
+    let pid = server.child.id().expect("pid");
+    for (id, items) in [("zeros", "0,"), ("arrays", "[],")] {
+        let list = items.repeat(8 * 1024 * 1024 / items.len() - 64);
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":"{id}","method":"tools/call","params":{{"name":"memory_read","arguments":{{"path":"a.md","x":[{list}0]}}}}}}"#
+        );
+        assert!(line.len() < 16 << 20);
+        server.send_line(&line).await;
+        let answer = server.recv().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32600, "{answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 100000 JSON values"),
+            "{answer}"
+        );
+    }
+    let peak = peak_rss_mib(pid);
+    assert!(peak < 100, "the server's peak memory is {peak} MiB");
+    server.assert_still_serves().await;
+}
+
+#[tokio::test]
 async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() {
     // 4,000 `tools/list` requests (about 13 KB of answer each, 52 MB in all) sent while
     // nothing is read: the server must stop reading once 16 MiB of answers wait for the

@@ -504,6 +504,21 @@ fn trim(line: &[u8]) -> &[u8] {
 /// or a reply to a request this server never sent); `Err` with the answer otherwise.
 #[allow(clippy::type_complexity)]
 fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i64, String)> {
+    if text.len() > COUNT_VALUES_ABOVE && too_many_values(text) {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            id: Option<EchoId>,
+        }
+        let id = serde_json::from_slice::<Id>(text)
+            .ok()
+            .and_then(|m| m.id)
+            .map_or(Value::Null, |id| id.0);
+        return Err((
+            id,
+            INVALID_REQUEST,
+            format!("Invalid request: a message may hold at most {MAX_VALUES} JSON values"),
+        ));
+    }
     let shape_error = match serde_json::from_slice(text) {
         Ok(message) => return Ok(Some(message)),
         Err(e) => e,
@@ -587,9 +602,158 @@ fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i
     ))
 }
 
+/// Most JSON values (each object, array, key, string, number...) one message may hold.
+/// A parsed value takes 30–80 bytes however short its text (`0,` is two bytes), so a
+/// 16 MiB line of small numbers or empty arrays took 1–1.5 GB to parse; real messages hold
+/// tens of values, a 100 KiB memory's content is one.
+const MAX_VALUES: usize = 100_000;
+
+/// Lines at most this long are not counted: they cannot hold enough values to matter.
+const COUNT_VALUES_ABOVE: usize = 64 * 1024;
+
+/// Whether the JSON text holds more than `MAX_VALUES` values, found without building any
+/// of them (serde visits each in place). Malformed text is `false`: parsing it again
+/// reports that.
+fn too_many_values(text: &[u8]) -> bool {
+    let mut left = MAX_VALUES;
+    match serde::de::DeserializeSeed::deserialize(
+        ValueBudget(&mut left),
+        &mut serde_json::Deserializer::from_slice(text),
+    ) {
+        Ok(()) => false,
+        Err(e) => e.is_data(),
+    }
+}
+
+/// Visits one JSON value and everything in it, spending one from the budget per value
+/// and failing (a data error) when it runs out.
+struct ValueBudget<'a>(&'a mut usize);
+
+impl<'de> serde::de::DeserializeSeed<'de> for ValueBudget<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        if *self.0 == 0 {
+            return Err(serde::de::Error::custom("too many values"));
+        }
+        *self.0 -= 1;
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ValueBudget<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(ValueBudget(self.0))?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(ValueBudget(self.0))?.is_some() {
+            map.next_value_seed(ValueBudget(self.0))?;
+        }
+        Ok(())
+    }
+}
+
+/// A request's `id` to echo: a string or a 64-bit signed integer, else `null`; anything
+/// else is skipped over without being built.
+struct EchoId(Value);
+
+impl<'de> serde::Deserialize<'de> for EchoId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(EchoIdVisitor)
+    }
+}
+
+struct EchoIdVisitor;
+
+impl<'de> serde::de::Visitor<'de> for EchoIdVisitor {
+    type Value = EchoId;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a request id")
+    }
+    fn visit_str<E>(self, v: &str) -> Result<EchoId, E> {
+        Ok(EchoId(Value::from(v)))
+    }
+    fn visit_i64<E>(self, v: i64) -> Result<EchoId, E> {
+        Ok(EchoId(Value::from(v)))
+    }
+    fn visit_u64<E>(self, v: u64) -> Result<EchoId, E> {
+        Ok(EchoId(i64::try_from(v).map_or(Value::Null, Value::from)))
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<EchoId, E> {
+        Ok(EchoId(Value::Null))
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<EchoId, E> {
+        Ok(EchoId(Value::Null))
+    }
+    fn visit_unit<E>(self) -> Result<EchoId, E> {
+        Ok(EchoId(Value::Null))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<EchoId, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(EchoId(Value::Null))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<EchoId, A::Error> {
+        while map
+            .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+            .is_some()
+        {}
+        Ok(EchoId(Value::Null))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_of_too_many_values_is_refused_with_its_id_if_it_has_one() {
+        let many = "0,".repeat(MAX_VALUES);
+        let huge_id = format!("[{many}0]");
+        for (id, echoed) in [
+            ("7", json!(7)),
+            ("\"a\"", json!("a")),
+            (huge_id.as_str(), Value::Null),
+            ("18446744073709551615", Value::Null),
+            ("null", Value::Null),
+        ] {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"ping","params":{{"x":[{many}0]}}}}"#
+            );
+            let (got, code, message) = answer(&line);
+            assert_eq!((&got, code), (&echoed, INVALID_REQUEST), "{message}");
+        }
+        // Long, but few values: a 1 MiB string is one.
+        let long = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"memory_write","arguments":{{"content":"{}"}}}}}}"#,
+            "a".repeat(1 << 20)
+        );
+        assert!(matches!(decode(long.as_bytes()), Ok(Some(_))));
+    }
 
     fn answer(line: &str) -> (Value, i64, String) {
         match decode(line.as_bytes()) {
