@@ -476,6 +476,40 @@ async fn hostile_queries_never_fail() {
     s.stop().await;
 }
 
+#[tokio::test]
+async fn huge_queries_are_read_within_their_bounds() {
+    // A phrase of 20,000 words (its first 16 are matched), a query whose words after its
+    // first KiB are not read, 26 prefixes (8 count), and long lines with long query words
+    // to find in them for the snippet: all answered, each by its bounded form (these took
+    // 0.6–3 GB or minutes before the bounds).
+    let sb = Sandbox::new();
+    let run = "a ".repeat(30_000);
+    std::fs::write(sb.store().join("run.md"), format!("common\n{run}\n")).unwrap();
+    for i in 0..3 {
+        let long = "x".repeat(90_000);
+        std::fs::write(
+            sb.store().join(format!("long{i}.md")),
+            format!("common {long}\n"),
+        )
+        .unwrap();
+    }
+    let s = serve(&sb).await;
+    let phrase = format!("\"{}b\"", "a ".repeat(20_000));
+    assert_eq!(
+        hit_paths(&s, &phrase).await.into_iter().collect::<Vec<_>>(),
+        ["/memories/run.md"]
+    );
+    let padded = format!("common {} absentword", " ".repeat(2000));
+    assert_eq!(hit_paths(&s, &padded).await.len(), 4);
+    let prefixes = ('a'..='z').map(|c| format!("{c}{c}* ")).collect::<String>() + "common";
+    let out = s.call("memory_search", json!({"query": prefixes})).await;
+    assert!(!out.is_error, "{}", out.text);
+    let words = format!("common {}", vec!["x".repeat(5_000); 60].join(" "));
+    let found = s.ok("memory_search", json!({"query": words})).await;
+    assert_eq!(found["total_hits"], 4, "{found}");
+    s.stop().await;
+}
+
 /// A client that records the progress notifications it receives.
 #[derive(Clone, Default)]
 struct ProgressRecorder(Arc<Mutex<Vec<Seen>>>);

@@ -306,7 +306,9 @@ fn clip(line: &str, query: &Query) -> String {
     if chars.len() <= SNIPPET_LINE_CHARS {
         return line.to_owned();
     }
-    let lower: Vec<char> = chars.iter().map(|c| fold(*c)).collect();
+    // Folded one char for one, so a byte offset in `lower` is found by counting its chars;
+    // `str::find` is linear, where comparing windows cost line × word.
+    let lower: String = chars.iter().map(|c| fold(*c)).collect();
     let found = query
         .clauses
         .iter()
@@ -315,10 +317,11 @@ fn clip(line: &str, query: &Query) -> String {
             Clause::Phrase(ws) => ws.first().map(String::as_str),
         })
         .filter_map(|w| {
-            let needle: Vec<char> = w.chars().map(fold).collect();
+            let needle: String = w.chars().map(fold).collect();
             (!needle.is_empty())
-                .then(|| lower.windows(needle.len()).position(|win| win == needle))
+                .then(|| lower.find(&needle))
                 .flatten()
+                .map(|at| lower[..at].chars().count())
         })
         .min();
     let start = found.map_or(0, |at| at.saturating_sub(SNIPPET_LINE_CHARS / 3));

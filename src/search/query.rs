@@ -7,6 +7,19 @@ use super::tokenize::{Mode, TRIGRAM_RUN, cjk_runs, is_cjk, tokens};
 /// Clauses beyond this many are ignored (a pasted page is not a useful query).
 pub const MAX_CLAUSES: usize = 64;
 
+/// Only the first this many bytes of a query are read: enough for `MAX_CLAUSES` words,
+/// and no query costs more than one of this length.
+pub const MAX_QUERY_BYTES: usize = 1024;
+
+/// Prefix clauses beyond this many are ignored: each makes the index merge the postings
+/// of every word it begins (on a store of 1,000 files of random words, 0.2–0.3 s each).
+pub const MAX_PREFIXES: usize = 8;
+
+/// A phrase is matched by its first this many words: each more costs every document
+/// that has the others another position check, and the index's phrase matching grew
+/// with the phrase (a 10,000-word phrase took 600 MB).
+pub const MAX_PHRASE_WORDS: usize = 16;
+
 /// One condition a document must meet.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Clause {
@@ -28,7 +41,7 @@ pub struct Query {
 impl Query {
     pub fn parse(input: &str) -> Query {
         let mut clauses = Vec::new();
-        let mut rest = input;
+        let mut rest = &input[..crate::text::floor_char_boundary(input, MAX_QUERY_BYTES)];
         while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
             match rest.find('"') {
                 Some(open) => {
@@ -47,8 +60,25 @@ impl Query {
                 }
             }
         }
+        for clause in &mut clauses {
+            match clause {
+                Clause::Phrase(words) => words.truncate(MAX_PHRASE_WORDS),
+                // A run is matched as the phrase of its trigrams.
+                Clause::Run(run) => {
+                    if let Some((cut, _)) = run.char_indices().nth(MAX_PHRASE_WORDS + 2) {
+                        run.truncate(cut);
+                    }
+                }
+                _ => {}
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         clauses.retain(|c| seen.insert(c.clone()));
+        let mut prefixes = 0;
+        clauses.retain(|c| {
+            prefixes += usize::from(matches!(c, Clause::Prefix(_)));
+            prefixes <= MAX_PREFIXES || !matches!(c, Clause::Prefix(_))
+        });
         clauses.truncate(MAX_CLAUSES);
         Query { clauses }
     }
@@ -69,8 +99,10 @@ fn words(text: &str, out: &mut Vec<Clause>) {
             0 => {}
             1 => {
                 let t = toks.into_iter().next().unwrap_or_default();
-                let single_cjk = t.chars().count() == 1 && t.chars().all(is_cjk);
-                out.push(if prefix || single_cjk {
+                let one_char = t.chars().count() == 1;
+                let single_cjk = one_char && t.chars().all(is_cjk);
+                // `x*` would be every word that begins with one letter: the word itself.
+                out.push(if single_cjk || (prefix && !one_char) {
                     Clause::Prefix(t)
                 } else {
                     Clause::Term(t)
@@ -135,6 +167,11 @@ mod tests {
             ],
         );
         check("tok*", &[Clause::Prefix("tok".into())]);
+        check("a* 数", &[t("a"), Clause::Prefix("数".into())]);
+        let many = ('a'..='z').map(|c| format!("{c}{c}* ")).collect::<String>() + "end";
+        let q = Query::parse(&many);
+        assert_eq!(q.clauses.len(), MAX_PREFIXES + 1, "{q:?}");
+        assert_eq!(q.clauses.last(), Some(&t("end")));
         check("数据库", &[Clause::Run("数据库".into())]);
         check("\"데이터베이스\"", &[Clause::Run("데이터베이스".into())]);
         check("数据", &[t("数据")]);
@@ -170,6 +207,17 @@ mod tests {
         check("a:b", &[Clause::Phrase(vec!["a".into(), "b".into()])]);
         check("*", &[]);
         assert_eq!(Query::parse(&"word ".repeat(5000)).clauses.len(), 1);
+        // Bounded whatever the input: its first KiB is read, a phrase keeps 16 words.
+        let long = format!("\"{}b\" {}", "a ".repeat(50_000), "z".repeat(100_000));
+        let q = Query::parse(&long);
+        assert_eq!(
+            q.clauses,
+            [Clause::Phrase(vec!["a".to_owned(); MAX_PHRASE_WORDS])]
+        );
+        let q = Query::parse(&"数据".repeat(100_000));
+        assert!(
+            matches!(&q.clauses[..], [Clause::Run(run)] if run.chars().count() == MAX_PHRASE_WORDS + 2)
+        );
         assert!(
             Query::parse(&(0..5000).map(|i| format!("w{i} ")).collect::<String>())
                 .clauses
