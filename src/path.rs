@@ -283,7 +283,7 @@ fn is_windows_device(seg: &str) -> bool {
 }
 
 /// A path safe to echo in an error: control and format characters escaped.
-fn printable(raw: &str) -> String {
+pub(crate) fn printable(raw: &str) -> String {
     raw.chars()
         .flat_map(|c| {
             if forbidden_char(c).is_some() && c != '\\' && c != ':' {

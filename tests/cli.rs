@@ -264,14 +264,38 @@ fn a_hostile_or_damaged_archive_imports_nothing() {
             "{{\"memdir_archive\":1,\"store\":\"memories\",\"files\":{files},\"versions\":{versions}}}\n"
         )
     };
-    let record = |version: u64, content: &str, sha: &str| {
+    let record_at = |version: u64, path: &str, content: &str, sha: &str| {
         format!(
-            "{{\"record\":{{\"version\":{version},\"op\":\"created\",\"path\":\"a.md\",\"at\":\"2026-11-23T00:00:00Z\",\"actor\":\"x\",\"sha256\":\"{sha}\",\"size\":{},\"content\":{content:?}}}}}\n",
+            "{{\"record\":{{\"version\":{version},\"op\":\"created\",\"path\":{path:?},\"at\":\"2026-11-23T00:00:00Z\",\"actor\":\"x\",\"sha256\":\"{sha}\",\"size\":{},\"content\":{content:?}}}}}\n",
             content.len()
         )
     };
+    let record = |version: u64, content: &str, sha: &str| record_at(version, "a.md", content, sha);
     let good_sha = common::sha256_hex(b"hi\n");
-    let cases = [
+    let renamed_from = |from: &str| {
+        format!(
+            "{{\"record\":{{\"version\":1,\"op\":\"renamed\",\"path\":\"b.md\",\"from\":{from:?},\"at\":\"2026-11-23T00:00:00Z\",\"actor\":\"x\",\"sha256\":\"{good_sha}\",\"size\":3,\"content\":\"hi\\n\"}}}}\n"
+        )
+    };
+    let mut cases = vec![];
+    for path in [
+        "../../etc/passwd",
+        ".memdir/lock",
+        "",
+        "a//b.md",
+        "/abs.md",
+        "a/./b.md",
+    ] {
+        cases.push((
+            format!("{}{}", header(0, 1), record_at(1, path, "hi\n", &good_sha)),
+            "cannot be in a store's history",
+        ));
+    }
+    cases.push((
+        format!("{}{}", header(0, 1), renamed_from("../x.md")),
+        "cannot be in a store's history",
+    ));
+    cases.extend([
         (
             format!(
                 "{}{{\"file\":\"../escape.md\",\"content\":\"x\"}}\n",
@@ -317,7 +341,7 @@ fn a_hostile_or_damaged_archive_imports_nothing() {
         ),
         ("not json\n".to_owned(), "is not an archive line"),
         (String::new(), "empty"),
-    ];
+    ]);
     for (archive, expect) in cases {
         let root = sb.tmp.path().join("target");
         let (ok, _, err) = memdir_at(&root, &["import"], archive.as_bytes());

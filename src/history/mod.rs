@@ -408,6 +408,17 @@ pub fn check_import(records: &[Record]) -> Result<()> {
     let mut last = 0u64;
     let mut contents = HashSet::new();
     for r in records {
+        let paths = std::iter::once(r.path.as_str()).chain(r.from.as_deref());
+        if let Some(bad) = paths
+            .filter(|p| !(r.redacted && p.is_empty()))
+            .find(|p| !recordable(p))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "the archive's version {} names the path {}, which cannot be in a store's history",
+                r.version,
+                crate::text::head_chars(&crate::path::printable(bad), 120)
+            )));
+        }
         if r.version <= last {
             return Err(Error::InvalidArgument(format!(
                 "the archive's history is out of order at version {}",
@@ -431,6 +442,19 @@ pub fn check_import(records: &[Record]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether `rel` can be the path of a version: one a tool can name, or a file a folder
+/// delete removed (hidden, or a name no path can spell, so not held to the path policy),
+/// but never a way out of the store or into its state folder: no empty, `.` or `..`
+/// segment, no leading `/`, no NUL, not under `.memdir`, at most 4,096 bytes.
+fn recordable(rel: &str) -> bool {
+    rel.len() <= 4096
+        && !rel.starts_with(".memdir/")
+        && rel != ".memdir"
+        && rel
+            .split('/')
+            .all(|seg| !seg.is_empty() && seg != "." && seg != ".." && !seg.contains('\0'))
 }
 
 /// What `memdir check` found in a store's history log.

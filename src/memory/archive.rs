@@ -13,6 +13,7 @@
 //! limit and UTF-8, every version its hash; and it goes only into a store that has no
 //! memories and no history yet, so an import never overwrites anything.
 
+use std::collections::HashSet;
 use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
@@ -112,6 +113,7 @@ impl Memdir {
             ))
         };
         let mut files: Vec<(MemPath, String)> = Vec::new();
+        let mut seen = HashSet::new();
         let mut records = Vec::new();
         let mut header = None;
         for (i, raw) in input.lines().enumerate() {
@@ -160,7 +162,7 @@ impl Memdir {
                             format!("holds {file}, {} bytes; the limit is {max}", content.len()),
                         ));
                     }
-                    if files.iter().any(|(q, _)| *q == p) {
+                    if !seen.insert(p.canonical()) {
                         return Err(bad(n, format!("repeats {file}")));
                     }
                     files.push((p, content));
