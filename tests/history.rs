@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Sandbox, Server, sha256_hex};
+use common::{Sandbox, Server, peak_rss_mib, sha256_hex};
 use serde_json::{Value, json};
 
 fn log_lines(store: &Path) -> Vec<Value> {
@@ -597,5 +597,37 @@ async fn paging_the_history_of_every_store_shows_each_version_once() {
         ],
         "every version once"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn history_is_read_a_line_at_a_time() {
+    // 60 versions of 100 KB of control characters, which the log holds escaped six times
+    // over: a 36 MB log. A fresh server reads the history of one memory, one version's
+    // content and then writes, without holding the log in memory.
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    for i in 0..60 {
+        let content = format!("{i:08}\n{}", "\u{1}".repeat(100_000));
+        s.ok("memory_write", json!({"path": "a.md", "content": content}))
+            .await;
+    }
+    s.stop().await;
+    let log = sb.store().join(".memdir/history/log.jsonl");
+    assert!(std::fs::metadata(&log).unwrap().len() > 35_000_000);
+    let s = sb.serve().await;
+    let page = s
+        .ok("memory_history", json!({"path": "a.md", "limit": 1}))
+        .await;
+    assert_eq!(page["versions"][0]["version"], 60, "{page}");
+    let first = s.ok("memory_history", json!({"version": 1})).await;
+    assert!(
+        first["content"].as_str().unwrap().starts_with("00000000\n"),
+        "{first}"
+    );
+    s.ok("memory_write", json!({"path": "b.md", "content": "b\n"}))
+        .await;
+    let peak = peak_rss_mib(s.pid);
+    assert!(peak < 30, "peak memory {peak} MiB with a 36 MB log");
     s.stop().await;
 }

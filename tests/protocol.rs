@@ -3,11 +3,14 @@
 //! server prints must be valid JSON-RPC, nothing may hang or crash, and after each abuse
 //! a real `memory_write` + `memory_read` round trip must still work.
 
+mod common;
+
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::peak_rss_mib;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -1098,17 +1101,6 @@ async fn answers_queued_before_a_failed_handshake_are_still_written() {
             "{lines:?}: nothing answered, got {out:?}"
         );
     }
-}
-
-/// The server's peak resident memory in MiB (`VmHWM`).
-fn peak_rss_mib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
-    let kib: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM");
-    kib / 1024
 }
 
 #[tokio::test]

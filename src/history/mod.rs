@@ -147,6 +147,38 @@ fn parse(bytes: &[u8]) -> (Vec<(u64, Record)>, u64) {
     (out, consumed)
 }
 
+/// Reads the log from `offset` one line at a time, as [`parse`] does, keeping only the
+/// records without their content (whether a line carried one is kept alongside): memory
+/// holds one line at a time, not the log.
+fn parse_log(store: &Store, offset: u64) -> Result<(Vec<(u64, bool, Record)>, u64)> {
+    use std::io::BufRead;
+    let mut out = Vec::new();
+    let mut consumed = 0u64;
+    let Some(mut reader) = store.state_reader(LOG, offset)? else {
+        return Ok((out, consumed));
+    };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        reader
+            .read_until(b'\n', &mut line)
+            .map_err(|e| Error::io(LOG, &e))?;
+        if !line.ends_with(b"\n") {
+            break;
+        }
+        match serde_json::from_slice::<Record>(&line) {
+            Ok(mut r) => {
+                let kept = r.has_content();
+                r.take_content();
+                out.push((consumed, kept, r));
+            }
+            Err(e) => tracing::warn!(error = %e, "skipped a malformed history record"),
+        }
+        consumed += line.len() as u64;
+    }
+    Ok((out, consumed))
+}
+
 fn to_line(r: &Record, out: &mut Vec<u8>) -> Result<()> {
     serde_json::to_writer(&mut *out, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
     out.push(b'\n');
@@ -169,16 +201,8 @@ impl Heads {
         if len == self.offset {
             return Ok(());
         }
-        let bytes = store.state_read_from(LOG, self.offset)?;
-        let (records, consumed) = parse(&bytes);
-        self.apply(
-            records.into_iter().map(|(at, mut r)| {
-                let kept = r.has_content();
-                r.take_content();
-                (at, kept, r)
-            }),
-            consumed,
-        );
+        let (records, consumed) = parse_log(store, self.offset)?;
+        self.apply(records.into_iter(), consumed);
         Ok(())
     }
 
@@ -218,9 +242,13 @@ impl Heads {
             let Some(&at) = self.contents.get(sha) else {
                 return Ok(None);
             };
-            let bytes = store.state_read_from(LOG, at)?;
-            let line = bytes.split(|&b| b == b'\n').next().unwrap_or_default();
-            match serde_json::from_slice::<Record>(line) {
+            // Only the line that carries it.
+            let mut line = Vec::new();
+            if let Some(mut reader) = store.state_reader(LOG, at)? {
+                std::io::BufRead::read_until(&mut reader, b'\n', &mut line)
+                    .map_err(|e| Error::io(LOG, &e))?;
+            }
+            match serde_json::from_slice::<Record>(&line) {
                 Ok(r) if r.sha256 == sha && r.has_content() => return Ok(r.content_bytes()),
                 // The log was rewritten under us: read it again from the start.
                 _ => *self = Heads::default(),
@@ -366,13 +394,10 @@ pub fn commit(
 
 /// Every record, oldest first, without their content.
 pub fn records(store: &Store) -> Result<Vec<Record>> {
-    Ok(parse(&store.state_read_from(LOG, 0)?)
+    Ok(parse_log(store, 0)?
         .0
         .into_iter()
-        .map(|(_, mut r)| {
-            r.take_content();
-            r
-        })
+        .map(|(_, _, r)| r)
         .collect())
 }
 

@@ -76,6 +76,23 @@ impl Store {
         Ok(out)
     }
 
+    /// A buffered reader of a state file from `offset` on; `None` if it does not exist.
+    pub fn state_reader(
+        &self,
+        rel: &str,
+        offset: u64,
+    ) -> Result<Option<std::io::BufReader<cap_std::fs::File>>> {
+        let mut options = nonblocking();
+        options.read(true);
+        let mut file = match self.dir.open_with(rel, &options) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(state_error(e)),
+        };
+        file.seek(SeekFrom::Start(offset)).map_err(state_error)?;
+        Ok(Some(std::io::BufReader::with_capacity(256 * 1024, file)))
+    }
+
     /// The size of a state file (0 if absent).
     pub fn state_len(&self, rel: &str) -> Result<u64> {
         match self.dir.metadata(rel) {

@@ -231,3 +231,14 @@ pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
 pub fn sha256_hex(bytes: &[u8]) -> String {
     memdir::text::sha256_hex(bytes)
 }
+
+/// The peak resident memory of process `pid` in MiB (`VmHWM`).
+pub fn peak_rss_mib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kib / 1024
+}
