@@ -147,10 +147,14 @@ fn parse(bytes: &[u8]) -> (Vec<(u64, Record)>, u64) {
     (out, consumed)
 }
 
+/// A record read from the log: its line's offset, whether that line carries the content
+/// (dropped from the record), and the record.
+type LogRecord = (u64, bool, Record);
+
 /// Reads the log from `offset` one line at a time, as [`parse`] does, keeping only the
 /// records without their content (whether a line carried one is kept alongside): memory
 /// holds one line at a time, not the log.
-fn parse_log(store: &Store, offset: u64) -> Result<(Vec<(u64, bool, Record)>, u64)> {
+fn parse_log(store: &Store, offset: u64) -> Result<(Vec<LogRecord>, u64)> {
     use std::io::BufRead;
     let mut out = Vec::new();
     let mut consumed = 0u64;
