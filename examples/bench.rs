@@ -25,9 +25,10 @@
 //! files were deleted nearby (an earlier run's clean-up, the test suite): the kernel does
 //! not reuse an inode freed in the last 60 s (360 s while its inode table block is not
 //! yet written back) and steps over each such inode when it allocates one. A run then
-//! measures those deletions rather than memdir or the disk, so the bench first waits
-//! until creating a file is cheap again (at most 7 minutes; `--no-settle` does not
-//! wait), and prints what creating a file cost before and after the write loops.
+//! measures those deletions rather than memdir or the disk, so when creating a file is
+//! slow the bench first waits 6 minutes, past the kernel's longest window
+//! (`--no-settle` does not wait), and prints what creating a file cost before and after
+//! the write loops.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -137,9 +138,6 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
         println!("  server    extra arguments {:?}", args.server_args);
     }
     println!("  latencies in ms; pNN = nearest-rank percentile\n");
-    if !args.no_settle {
-        settle(work).await?;
-    }
 
     let mut summary = Vec::new();
 
@@ -265,7 +263,14 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     // Every write creates a file (the temp file renamed into place), and what that costs
     // depends on the file system's recent past (see the note printed below): measured
     // alone, before and after the write loops.
-    let create_before = create_files(&work.join("probe"), "before", 200)?;
+    // Where memdir makes its temp files (see `settle`), made by the warm-up's writes.
+    let temp_dir = store.join(".memdir/tmp");
+    if !args.no_settle {
+        let mut dirs = vec![direct_dir.as_path()];
+        dirs.extend(temp_dir.is_dir().then_some(temp_dir.as_path()));
+        settle(&dirs).await?;
+    }
+    let create_before = create_files(&direct_dir, "before", 200)?;
     let direct_log = history.then(|| direct_dir.join("log.jsonl"));
     let durable =
         |name: &str, bytes: &[u8]| durable_write(&direct_dir, name, bytes, direct_log.as_deref());
@@ -339,7 +344,7 @@ async fn run(args: &Args, bin: &Path, work: &Path) -> anyhow::Result<()> {
     row("baseline: std::fs durable write, distinct", &b_wd);
     row("baseline: std::fs durable write, same path", &b_ws);
     row("baseline: std::fs::read, 1–4 KB", &b_r);
-    let create_after = create_files(&work.join("probe"), "after", 200)?;
+    let create_after = create_files(&direct_dir, "after", 200)?;
     let (c_before, c_after) = (Stats::of(&create_before), Stats::of(&create_after));
     row("create an empty file, before the loops", &c_before);
     row("create an empty file, after the loops", &c_after);
@@ -694,13 +699,16 @@ fn timed_local(
 /// Above this p50, creating an empty file is slow (~0.02 ms is usual on a local disk).
 const SLOW_CREATE_MS: f64 = 0.08;
 
-/// How long `settle` waits at most, and between two probes.
-const SETTLE_MAX: Duration = Duration::from_secs(420);
+/// How long `settle` waits once creating a file is slow: every inode freed before then is
+/// past the kernel's longest window (60 s, plus 300 s while its inode table block is not
+/// yet written back, which the bench's own creations in that block also cause).
+const SETTLE_WAIT: Duration = Duration::from_secs(360);
+/// How often `settle` reports while it waits.
 const SETTLE_STEP: Duration = Duration::from_secs(30);
 /// Files `settle` creates per probe.
 const SETTLE_PROBE: usize = 400;
 
-const EXT4_RECENTLY_FREED: &str = "this file system is ext4 without a journal, which does not reuse an inode freed in the last 1–6 minutes, and allocating a new one steps over each of them: right after thousands of deletions nearby (an earlier bench run's clean-up, the test suite) a file costs 0.2–0.6 ms to create until they age";
+const EXT4_RECENTLY_FREED: &str = "this file system is ext4 without a journal, which does not reuse an inode freed in the last 1–6 minutes, and allocating a new one steps over each of them: right after thousands of deletions nearby (an earlier bench run's clean-up, the test suite) a file costs 0.2–0.9 ms to create until they age";
 
 /// Times creating `n` empty files in `dir` (made if missing), named `<tag><i>`. They stay
 /// until the bench's clean-up: deleting them now would slow the next creations (see
@@ -718,43 +726,47 @@ fn create_files(dir: &Path, tag: &str, n: usize) -> anyhow::Result<Vec<Duration>
 
 /// Every write creates a file. When that is slow on ext4 because of deletions made just
 /// before (`EXT4_RECENTLY_FREED`), a run measures those deletions rather than memdir or
-/// the disk: wait, at most `SETTLE_MAX`, until it is cheap again, and say so.
-async fn settle(work: &Path) -> anyhow::Result<()> {
-    if !ext4_without_journal(work) {
+/// the disk: wait `SETTLE_WAIT`, after which every inode freed before the wait began is
+/// past the kernel's window, and say so. Only a wait that long is sure: a probe that
+/// finds creation cheap again may have been given inodes past the freed ones, while the
+/// loops' thousands of creations would still step over them.
+///
+/// The probe creates files in the folders the timed writes create theirs in (`dirs`): a
+/// new file's inode comes from its folder's group of inodes, and another folder, even a
+/// sibling, may sit in a group the deletions did not touch.
+async fn settle(dirs: &[&Path]) -> anyhow::Result<()> {
+    if !dirs.iter().all(|d| ext4_without_journal(d)) {
         return Ok(());
     }
-    let started = Instant::now();
-    for round in 0.. {
-        // The files freed last are stepped over by every allocation after them: only the
-        // later creations of a run long enough to get past a few thousand of them tell.
-        let samples = create_files(&work.join("settle"), &format!("{round}-"), SETTLE_PROBE)?;
-        let p50 = Stats::of(&samples[samples.len() / 2..]).p50;
-        if p50 <= SLOW_CREATE_MS {
-            if round > 0 {
-                println!(
-                    "creating a file takes {p50:.3} ms p50 again after {:.0} s\n",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            return Ok(());
+    let mut probes = 0;
+    let mut probe = || -> anyhow::Result<f64> {
+        probes += 1;
+        let mut p50 = 0f64;
+        for dir in dirs {
+            let samples = create_files(dir, &format!("settle-{probes}-"), SETTLE_PROBE)?;
+            // Later creations step over more of the freed inodes: they tell.
+            p50 = p50.max(Stats::of(&samples[samples.len() / 2..]).p50);
         }
-        if round == 0 {
-            println!(
-                "creating a file takes {p50:.3} ms p50 here, where ~0.02 ms is usual: {EXT4_RECENTLY_FREED}. Waiting for that (at most {} s; --no-settle measures at once).",
-                SETTLE_MAX.as_secs()
-            );
-        } else {
-            println!("  {:>3.0} s: {p50:.3} ms", started.elapsed().as_secs_f64());
-        }
-        if started.elapsed() >= SETTLE_MAX {
-            println!(
-                "still slow after {} s: measuring anyway\n",
-                SETTLE_MAX.as_secs()
-            );
-            return Ok(());
-        }
-        tokio::time::sleep(SETTLE_STEP).await;
+        Ok(p50)
+    };
+    let p50 = probe()?;
+    if p50 <= SLOW_CREATE_MS {
+        return Ok(());
     }
+    println!(
+        "creating a file takes {p50:.3} ms p50 here, where ~0.02 ms is usual: {EXT4_RECENTLY_FREED}. Waiting {} s for that (--no-settle measures at once).",
+        SETTLE_WAIT.as_secs()
+    );
+    let started = Instant::now();
+    while started.elapsed() < SETTLE_WAIT {
+        tokio::time::sleep(SETTLE_STEP.min(SETTLE_WAIT - started.elapsed())).await;
+        println!(
+            "  {:>3.0} s: {:.3} ms",
+            started.elapsed().as_secs_f64(),
+            probe()?
+        );
+    }
+    println!();
     Ok(())
 }
 
