@@ -505,8 +505,22 @@ async fn huge_queries_are_read_within_their_bounds() {
     let out = s.call("memory_search", json!({"query": prefixes})).await;
     assert!(!out.is_error, "{}", out.text);
     let words = format!("common {}", vec!["x".repeat(5_000); 60].join(" "));
-    let found = s.ok("memory_search", json!({"query": words})).await;
-    assert_eq!(found["total_hits"], 4, "{found}");
+    let out = s.call("memory_search", json!({"query": words})).await;
+    assert_eq!(out.structured["total_hits"], 4, "{}", out.text);
+    // Each of these says it was cut; a short query does not.
+    assert_eq!(out.structured["query_cut"], true);
+    assert!(
+        out.text
+            .starts_with("The query is longer than a search reads"),
+        "{}",
+        out.text
+    );
+    let short = s.ok("memory_search", json!({"query": "common"})).await;
+    assert!(short.get("query_cut").is_none(), "{short}");
+    // A long query that finds nothing is not echoed whole.
+    let nothing = format!("zzzz{}", "q".repeat(200_000));
+    let out = s.call("memory_search", json!({"query": nothing})).await;
+    assert!(out.text.len() < 1_000, "{} bytes", out.text.len());
     s.stop().await;
 }
 

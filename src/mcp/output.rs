@@ -130,6 +130,11 @@ pub struct SearchOut {
     pub next_cursor: Option<String>,
     /// No memory had every word; hits have some of them.
     pub relaxed: bool,
+    /// Present (true) when the query went past what a search reads (its first 1,024
+    /// bytes, 64 words or phrases, 16 words a phrase, 8 `prefix*` words): only that part
+    /// was searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub query_cut: bool,
 }
 
 impl From<ListEntry> for EntryOut {
@@ -230,6 +235,7 @@ impl From<SearchResult> for SearchOut {
             total_hits: r.total_hits as u64,
             next_cursor: r.next_cursor,
             relaxed: r.relaxed,
+            query_cut: r.query_cut,
         }
     }
 }

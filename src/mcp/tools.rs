@@ -402,8 +402,12 @@ mod render {
 
     pub fn search(query: &str, out: &SearchOut) -> String {
         let mut s = String::new();
+        if out.query_cut {
+            s.push_str("The query is longer than a search reads: only its first 1,024 bytes, 64 words or phrases, 16 words of a phrase and 8 prefix* words were searched.\n");
+        }
         if out.total_hits == 0 {
-            let _ = write!(s, "No memory matches {query:?}.");
+            let shown = crate::text::head_chars(query, 200);
+            let _ = write!(s, "No memory matches {shown:?}.");
             return s;
         }
         if out.relaxed {

@@ -43,6 +43,8 @@ pub struct SearchResult {
     pub next_cursor: Option<String>,
     /// No file had every word, so files with any of them are shown.
     pub relaxed: bool,
+    /// The query went past its bounds: only its first part was searched.
+    pub query_cut: bool,
 }
 
 /// Longest snippet line, in characters.
@@ -85,6 +87,7 @@ impl Memdir {
             total_hits: 0,
             next_cursor: None,
             relaxed: false,
+            query_cut: query.cut,
         };
         if query.is_empty() {
             return Ok(result);
@@ -109,6 +112,7 @@ impl Memdir {
                 hits,
                 total_hits: total,
                 relaxed,
+                query_cut: query.cut,
             };
             if !stale {
                 break;

@@ -36,12 +36,17 @@ pub enum Clause {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
     pub clauses: Vec<Clause>,
+    /// The input went past a bound (`MAX_QUERY_BYTES`, `MAX_CLAUSES`, `MAX_PHRASE_WORDS`,
+    /// `MAX_PREFIXES`): only what is within them is searched.
+    pub cut: bool,
 }
 
 impl Query {
     pub fn parse(input: &str) -> Query {
         let mut clauses = Vec::new();
-        let mut rest = &input[..crate::text::floor_char_boundary(input, MAX_QUERY_BYTES)];
+        let read = crate::text::floor_char_boundary(input, MAX_QUERY_BYTES);
+        let mut cut = read < input.len();
+        let mut rest = &input[..read];
         while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
             match rest.find('"') {
                 Some(open) => {
@@ -60,13 +65,18 @@ impl Query {
                 }
             }
         }
+        cut |= !rest.trim().is_empty();
         for clause in &mut clauses {
             match clause {
-                Clause::Phrase(words) => words.truncate(MAX_PHRASE_WORDS),
+                Clause::Phrase(words) => {
+                    cut |= words.len() > MAX_PHRASE_WORDS;
+                    words.truncate(MAX_PHRASE_WORDS);
+                }
                 // A run is matched as the phrase of its trigrams.
                 Clause::Run(run) => {
-                    if let Some((cut, _)) = run.char_indices().nth(MAX_PHRASE_WORDS + 2) {
-                        run.truncate(cut);
+                    if let Some((at, _)) = run.char_indices().nth(MAX_PHRASE_WORDS + 2) {
+                        cut = true;
+                        run.truncate(at);
                     }
                 }
                 _ => {}
@@ -79,8 +89,9 @@ impl Query {
             prefixes += usize::from(matches!(c, Clause::Prefix(_)));
             prefixes <= MAX_PREFIXES || !matches!(c, Clause::Prefix(_))
         });
+        cut |= prefixes > MAX_PREFIXES || clauses.len() > MAX_CLAUSES;
         clauses.truncate(MAX_CLAUSES);
-        Query { clauses }
+        Query { clauses, cut }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -171,6 +182,7 @@ mod tests {
         let many = ('a'..='z').map(|c| format!("{c}{c}* ")).collect::<String>() + "end";
         let q = Query::parse(&many);
         assert_eq!(q.clauses.len(), MAX_PREFIXES + 1, "{q:?}");
+        assert!(q.cut);
         assert_eq!(q.clauses.last(), Some(&t("end")));
         check("数据库", &[Clause::Run("数据库".into())]);
         check("\"데이터베이스\"", &[Clause::Run("데이터베이스".into())]);
@@ -207,9 +219,11 @@ mod tests {
         check("a:b", &[Clause::Phrase(vec!["a".into(), "b".into()])]);
         check("*", &[]);
         assert_eq!(Query::parse(&"word ".repeat(5000)).clauses.len(), 1);
+        assert!(!Query::parse("rust \"crash safe\" tok*").cut);
         // Bounded whatever the input: its first KiB is read, a phrase keeps 16 words.
         let long = format!("\"{}b\" {}", "a ".repeat(50_000), "z".repeat(100_000));
         let q = Query::parse(&long);
+        assert!(q.cut);
         assert_eq!(
             q.clauses,
             [Clause::Phrase(vec!["a".to_owned(); MAX_PHRASE_WORDS])]
