@@ -652,3 +652,23 @@ async fn a_crlf_file_is_edited_from_its_view_and_keeps_its_endings() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn an_error_does_not_grow_with_what_it_quotes() {
+    // The exact strings quote the command and the path: a megabyte of either is cut.
+    let sb = Sandbox::new();
+    let s = sb.serve_with(&["--tools", "anthropic"]).await;
+    let huge = "x".repeat(1_000_000);
+    for args in [
+        json!({"command": huge, "path": "/memories"}),
+        json!({"command": "view", "path": format!("/{huge}")}),
+    ] {
+        let e = memory_err(&s, args).await;
+        assert!(e.len() < 2_000, "a {} byte error", e.len());
+        assert!(
+            e.starts_with("Unrecognized command xxx") || e.starts_with("Path must start with"),
+            "{e}"
+        );
+    }
+    s.stop().await;
+}

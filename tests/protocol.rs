@@ -555,11 +555,13 @@ async fn a_line_beyond_the_transport_cap_is_dropped_without_harm() {
 #[tokio::test]
 async fn unknown_methods_are_not_found_and_unknown_notifications_are_ignored() {
     let mut server = Raw::start().await;
+    let long = "m".repeat(1_000_000);
     for (id, method) in [
         (json!(11), "foo/bar"),
         (json!("x"), "tools/frobnicate"),
         (json!(12), ""),
         (json!(13), "rpc.discover"),
+        (json!(14), long.as_str()),
     ] {
         server
             .send_line(&json!({"jsonrpc": "2.0", "id": id, "method": method}).to_string())
@@ -568,7 +570,14 @@ async fn unknown_methods_are_not_found_and_unknown_notifications_are_ignored() {
         assert_eq!(
             reply["error"]["code"],
             json!(-32601),
-            "{method:?} should be method not found: {reply}"
+            "{:?} should be method not found: {reply}",
+            &method[..method.len().min(20)]
+        );
+        // The answer names the method, cut short.
+        assert!(
+            reply.to_string().len() < 500,
+            "{} bytes",
+            reply.to_string().len()
         );
     }
     for notification in [

@@ -770,6 +770,28 @@ async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
     assert!(wrong.is_err() || wrong.unwrap().is_error == Some(true));
     let still: Value = s.ok("memory_list", json!({})).await;
     assert_eq!(still["total"], 0);
+    // An error quotes what it is about, cut short: not a megabyte string or field name.
+    let huge = "x".repeat(1_000_000);
+    for (tool, args) in [
+        (
+            "memory_edit",
+            json!({"path": "a.md", "insert_line": huge, "insert_text": "y"}),
+        ),
+        ("memory_read", json!({"path": "a.md", "view_range": huge})),
+        ("memory_read", json!({"path": "a.md", huge.clone(): 1})),
+        ("memory_list", json!({"cursor": huge})),
+        ("memory_search", json!({"query": "x", "cursor": huge})),
+        ("memory_history", json!({"cursor": huge})),
+    ] {
+        let e = s.err(tool, args).await;
+        assert!(e.len() < 2_000, "{tool}: a {} byte error", e.len());
+        assert!(
+            ["invalid type", "unknown field", "invalid cursor"]
+                .iter()
+                .any(|w| e.contains(w)),
+            "{e}"
+        );
+    }
     s.stop().await;
 }
 

@@ -157,7 +157,8 @@ fn run(m: &Memdir, p: &MemoryParams, actor: &str) -> Result<String, String> {
             rename(m, &from, &to, actor)
         }
         other => Err(format!(
-            "Unrecognized command {other}. The allowed commands for the memory tool are: view, create, str_replace, insert, delete, rename"
+            "Unrecognized command {}. The allowed commands for the memory tool are: view, create, str_replace, insert, delete, rename",
+            crate::text::head_chars(other, 100)
         )),
     }
 }
@@ -242,7 +243,12 @@ fn map<'a>(m: &Memdir, shown: &'a str) -> Result<Mapped<'a>, String> {
             .map(|s| format!("/{}", s.name))
             .find(|root| root != ROOT && under(root).is_some())
             .map(|root| (root.clone(), root, shown.to_owned()))
-            .ok_or_else(|| format!("Path must start with {ROOT}, got: {shown}"))?
+            .ok_or_else(|| {
+                // Cut only where no path could be valid: the answer does not grow with
+                // what it answers.
+                let shown = crate::text::head_chars(shown, 1100);
+                format!("Path must start with {ROOT}, got: {shown}")
+            })?
     };
     let mapped = Mapped {
         shown,

@@ -490,7 +490,7 @@ impl ServerHandler for MemdirServer {
         } else {
             ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
-                format!("unknown method `{method}`"),
+                format!("unknown method `{}`", crate::text::head_chars(&method, 100)),
                 None,
             )
         };

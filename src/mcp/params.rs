@@ -20,10 +20,12 @@ impl<S, T: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Args<T>
         serde_path_to_error::deserialize(serde_json::Value::Object(arguments))
             .map(Args)
             .map_err(|e| {
-                let field = e.path().to_string();
-                let error = e.into_inner();
+                // Both can quote the argument itself (a string given for a number, a
+                // field's name): cut, so the answer does not grow with what it answers.
+                let field = crate::text::head_chars(&e.path().to_string(), 100);
+                let error = crate::text::head_chars(&e.into_inner().to_string(), 400);
                 let message = if field.is_empty() || field == "." {
-                    error.to_string()
+                    error
                 } else {
                     format!("`{field}`: {error}")
                 };

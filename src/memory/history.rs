@@ -93,7 +93,8 @@ impl Memdir {
                 });
                 Some(parsed.ok_or_else(|| {
                     Error::InvalidArgument(format!(
-                        "invalid cursor `{c}`; pass next_cursor unchanged"
+                        "invalid cursor `{}`; pass next_cursor unchanged",
+                        crate::text::head_chars(c, 100)
                     ))
                 })?)
             }

@@ -118,7 +118,8 @@ impl Memdir {
             });
             if !inside {
                 return Err(Error::InvalidArgument(format!(
-                    "invalid cursor {after:?}: pass the next_cursor of the previous memory_list page, with the same path"
+                    "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path",
+                    text::head_chars(after, 1100)
                 )));
             }
         }

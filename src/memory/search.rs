@@ -65,7 +65,8 @@ impl Memdir {
             None | Some("") => 0,
             Some(c) => c.parse::<usize>().map_err(|_| {
                 Error::InvalidArgument(format!(
-                    "invalid cursor `{c}`; pass the next_cursor of a previous search unchanged"
+                    "invalid cursor `{}`; pass the next_cursor of a previous search unchanged",
+                    text::head_chars(c, 100)
                 ))
             })?,
         };
