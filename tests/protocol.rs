@@ -970,14 +970,19 @@ async fn era_request(
     mut params: Value,
     client: &str,
 ) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "2.0"}
-    });
+    params["_meta"] = era_meta(client);
     let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     server.send_line(&request.to_string()).await;
     server.reply(&json!(id)).await
+}
+
+/// The `_meta` every 2026-07-28 request carries: version, capabilities, client.
+fn era_meta(client: &str) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "2.0"}
+    })
 }
 
 /// `tools/call` in the 2026-07-28 era; returns the tool result.
@@ -1214,11 +1219,7 @@ async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() 
 async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
     let mut server = Raw::spawn();
     era_request(&mut server, 1, "server/discover", json!({}), "listener").await;
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "2.0"}
-    });
+    let meta = era_meta("listener");
     let listen = json!({
         "jsonrpc": "2.0", "id": 7, "method": "subscriptions/listen",
         "params": {
@@ -1299,11 +1300,7 @@ async fn listen_streams_are_capped_and_never_stall_the_connection_or_its_end() {
     // requests are still answered. Closing stdin ends the server promptly.
     let mut server = Raw::spawn();
     era_request(&mut server, 1, "server/discover", json!({}), "listener").await;
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "2.0"}
-    });
+    let meta = era_meta("listener");
     for id in 100..117 {
         let listen = json!({
             "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",

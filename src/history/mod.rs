@@ -133,17 +133,8 @@ pub struct Retention {
 /// (which repair removes) is skipped.
 fn parse(bytes: &[u8]) -> (Vec<(u64, Record)>, u64) {
     let mut out = Vec::new();
-    let mut consumed = 0u64;
-    for line in bytes.split_inclusive(|&b| b == b'\n') {
-        if !line.ends_with(b"\n") {
-            break;
-        }
-        match serde_json::from_slice::<Record>(line) {
-            Ok(r) => out.push((consumed, r)),
-            Err(e) => tracing::warn!(error = %e, "skipped a malformed history record"),
-        }
-        consumed += line.len() as u64;
-    }
+    // Reading from a slice cannot fail.
+    let consumed = read_records(bytes, |at, r| out.push((at, r))).unwrap_or_default();
     (out, consumed)
 }
 
@@ -155,32 +146,40 @@ type LogRecord = (u64, bool, Record);
 /// records without their content (whether a line carried one is kept alongside): memory
 /// holds one line at a time, not the log.
 fn parse_log(store: &Store, offset: u64) -> Result<(Vec<LogRecord>, u64)> {
-    use std::io::BufRead;
     let mut out = Vec::new();
-    let mut consumed = 0u64;
-    let Some(mut reader) = store.state_reader(LOG, offset)? else {
-        return Ok((out, consumed));
+    let Some(reader) = store.state_reader(LOG, offset)? else {
+        return Ok((out, 0));
     };
+    let consumed = read_records(reader, |at, mut r| {
+        let kept = r.has_content();
+        r.take_content();
+        out.push((at, kept, r));
+    })
+    .map_err(|e| Error::io(LOG, &e))?;
+    Ok((out, consumed))
+}
+
+/// Hands each record of the complete lines of `input` to `each` with its line's offset,
+/// skipping a malformed line (which repair removes) and stopping before an unfinished
+/// last one; returns the bytes of complete lines.
+fn read_records(
+    mut input: impl std::io::BufRead,
+    mut each: impl FnMut(u64, Record),
+) -> std::io::Result<u64> {
+    let mut consumed = 0u64;
     let mut line = Vec::new();
     loop {
         line.clear();
-        reader
-            .read_until(b'\n', &mut line)
-            .map_err(|e| Error::io(LOG, &e))?;
+        input.read_until(b'\n', &mut line)?;
         if !line.ends_with(b"\n") {
-            break;
+            return Ok(consumed);
         }
         match serde_json::from_slice::<Record>(&line) {
-            Ok(mut r) => {
-                let kept = r.has_content();
-                r.take_content();
-                out.push((consumed, kept, r));
-            }
+            Ok(r) => each(consumed, r),
             Err(e) => tracing::warn!(error = %e, "skipped a malformed history record"),
         }
         consumed += line.len() as u64;
     }
-    Ok((out, consumed))
 }
 
 fn to_line(r: &Record, out: &mut Vec<u8>) -> Result<()> {

@@ -63,16 +63,10 @@ impl Store {
 
     /// Bytes of a state file from `offset` on; empty if it does not exist.
     pub fn state_read_from(&self, rel: &str, offset: u64) -> Result<Vec<u8>> {
-        let mut options = nonblocking();
-        options.read(true);
-        let mut file = match self.dir.open_with(rel, &options) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(state_error(e)),
-        };
-        file.seek(SeekFrom::Start(offset)).map_err(state_error)?;
         let mut out = Vec::new();
-        file.read_to_end(&mut out).map_err(state_error)?;
+        if let Some(mut reader) = self.state_reader(rel, offset)? {
+            reader.read_to_end(&mut out).map_err(state_error)?;
+        }
         Ok(out)
     }
 
