@@ -188,7 +188,12 @@ impl Memdir {
         }
         let walked = store.walk(start, None)?;
         let base = start.segments.len();
-        let rollup = rollup(&walked, base);
+        // Only folder rows show roll-ups: a recursive listing of files needs none.
+        let rollup = if depth.is_some() || with_self {
+            rollup(&walked, base)
+        } else {
+            HashMap::new()
+        };
         let folder_row = |path: &MemPath| {
             let total = rollup
                 .get(path.segments.as_slice())
