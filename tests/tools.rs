@@ -1198,3 +1198,22 @@ async fn a_trailing_slash_names_a_folder_in_deletes_and_moves_too() {
     assert!(!sb.store().join("dir2").exists());
     s.stop().await;
 }
+
+// Regressions of issue 19's eight defects, each through the real binary.
+
+#[tokio::test]
+async fn reading_a_file_with_a_trailing_slash_is_refused_as_delete_and_move_refuse_it() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
+        .await;
+    for path in ["/memories/a.md/", "a.md/"] {
+        let e = s.err("memory_read", json!({"path": path})).await;
+        assert!(e.contains("is a file, not a folder"), "{path}: {e}");
+    }
+    assert_eq!(
+        s.ok("memory_read", json!({"path": "/memories/a.md"})).await["content"],
+        "a\n"
+    );
+    s.stop().await;
+}

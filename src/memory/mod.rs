@@ -291,6 +291,13 @@ impl Memdir {
         let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
+        // A trailing `/` names a folder, as delete and move read it: a file is never
+        // read under its name with the slash dropped.
+        if raw.len() > 1 && raw.ends_with('/') {
+            return Err(Error::NotAFolder {
+                path: p.canonical(),
+            });
+        }
         Ok((p, cur))
     }
 
