@@ -536,11 +536,12 @@ async fn a_line_beyond_the_transport_cap_is_dropped_without_harm() {
     .to_string();
     drop(content);
     server.send_line(&request).await;
-    // Answered once, with an invalid-request error that has no id (it is never read).
+    // Answered once, with an invalid-request error that carries the request's id: it is
+    // read from the head of the line, so the client is not left waiting for a reply.
     let answers = server.barrier().await;
     assert_eq!(answers.len(), 1, "{answers:?}");
     assert_eq!(answers[0]["error"]["code"], json!(-32600), "{answers:?}");
-    assert!(answers[0]["id"].is_null(), "{answers:?}");
+    assert_eq!(answers[0]["id"], json!("huge"), "{answers:?}");
     server.assert_still_serves().await;
     let store = server.store();
     for message in server.finish().await {
@@ -548,6 +549,45 @@ async fn a_line_beyond_the_transport_cap_is_dropped_without_harm() {
     }
     assert!(
         !store.join("huge.md").exists(),
+        "the 17 MiB memory was written"
+    );
+}
+
+#[tokio::test]
+async fn an_oversized_request_is_answered_with_its_id_unless_the_id_comes_last() {
+    // Regression: a request over 16 MiB was answered with `id: null`, so a client (the
+    // Python SDK) waited for its own timeout. An id after megabytes of params is past
+    // what is read of the line, and stays `null`.
+    let mut server = Raw::start().await;
+    let content = "z".repeat(17 * 1024 * 1024);
+    let arguments = json!({"path": "big.md", "content": content}).to_string();
+    drop(content);
+    let first = format!(
+        r#"{{"jsonrpc":"2.0","id":91,"method":"tools/call","params":{{"name":"memory_write","arguments":{arguments}}}}}"#
+    );
+    server.send_line(&first).await;
+    drop(first);
+    let answers = server.barrier().await;
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert_eq!(
+        (&answers[0]["id"], &answers[0]["error"]["code"]),
+        (&json!(91), &json!(-32600)),
+        "{answers:?}"
+    );
+    let last = format!(
+        r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"memory_write","arguments":{arguments}}},"id":92}}"#
+    );
+    drop(arguments);
+    server.send_line(&last).await;
+    drop(last);
+    let answers = server.barrier().await;
+    assert_eq!(answers.len(), 1, "{answers:?}");
+    assert!(answers[0]["id"].is_null(), "{answers:?}");
+    server.assert_still_serves().await;
+    let store = server.store();
+    server.finish().await;
+    assert!(
+        !store.join("big.md").exists(),
         "the 17 MiB memory was written"
     );
 }

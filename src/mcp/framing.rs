@@ -6,7 +6,9 @@
 //! This transport reads the lines itself and answers as JSON-RPC 2.0 says:
 //!
 //! - not JSON (or not UTF-8): `-32700 Parse error`, `id: null`;
-//! - a line over the length limit: `-32600`, `id: null` (its `id` is not read);
+//! - a line over the length limit: `-32600`, with the request's `id` when it is a
+//!   top-level member within the line's first `OVERSIZED_HEAD` bytes (clients put it
+//!   before `params`), `id: null` otherwise (the rest of the line is never held);
 //! - JSON that is not a message: `-32600 Invalid request` naming what is wrong, or
 //!   `-32602 Invalid params` for a known request shape whose `params` do not parse; with
 //!   the request's `id` when it is a string or an integer, `null` otherwise;
@@ -72,6 +74,8 @@ pub struct LineTransport<R, W> {
     line: Vec<u8>,
     /// Dropping the rest of a line that went over `MAX_LINE`.
     discarding: bool,
+    /// The `id` found at the head of the line being dropped, for its answer.
+    oversized_id: Value,
     /// Lines for the writer task, in order; `None` once closed.
     out: Option<UnboundedSender<Vec<u8>>>,
     /// Output not yet written and requests not yet answered.
@@ -220,6 +224,7 @@ where
             read: BufReader::new(read),
             line: Vec::new(),
             discarding: false,
+            oversized_id: Value::Null,
             out: Some(out),
             flow,
             seen_request: false,
@@ -274,7 +279,11 @@ where
                 let take = newline.map_or(available.len(), |i| i + 1);
                 if !self.discarding {
                     if self.line.len() + take > MAX_LINE {
-                        self.line.clear();
+                        let mut head = std::mem::take(&mut self.line);
+                        head.truncate(OVERSIZED_HEAD);
+                        let more = OVERSIZED_HEAD - head.len();
+                        head.extend_from_slice(&available[..take.min(more)]);
+                        self.oversized_id = head_id(&head);
                         self.discarding = true;
                     } else {
                         self.line.extend_from_slice(&available[..take]);
@@ -411,8 +420,9 @@ where
             match read {
                 LineRead::Line => {}
                 LineRead::Oversized => {
+                    let id = std::mem::replace(&mut self.oversized_id, Value::Null);
                     self.answer(
-                        Value::Null,
+                        id,
                         INVALID_REQUEST,
                         format!(
                             "Invalid request: a message longer than {} MiB was dropped unread",
@@ -478,6 +488,51 @@ where
             self.line = reuse(line);
         }
     }
+}
+
+/// Bytes at the head of an oversized line searched for its `id`.
+const OVERSIZED_HEAD: usize = 64 * 1024;
+
+/// The `id` of a JSON-RPC request from the first bytes of its line: a top-level member
+/// that comes before the text runs out, echoed as [`EchoId`] does; `null` when the head
+/// is not an object's start or the `id` lies past it (after a long `params`, say).
+fn head_id(head: &[u8]) -> Value {
+    let head = trim(head);
+    let Some(mut rest) = head.strip_prefix(b"{") else {
+        return Value::Null;
+    };
+    loop {
+        let Some((key, used)) = first_value::<String>(rest) else {
+            return Value::Null;
+        };
+        rest = rest[used..].trim_ascii_start();
+        let Some(after) = rest.strip_prefix(b":") else {
+            return Value::Null;
+        };
+        rest = after;
+        if key == "id" {
+            return match first_value::<EchoId>(rest) {
+                // A number cut by the end of the head is not the id.
+                Some((id, used)) if used < rest.len() => id.0,
+                _ => Value::Null,
+            };
+        }
+        let Some((serde::de::IgnoredAny, used)) = first_value(rest) else {
+            return Value::Null;
+        };
+        rest = rest[used..].trim_ascii_start();
+        let Some(after) = rest.strip_prefix(b",") else {
+            return Value::Null;
+        };
+        rest = after;
+    }
+}
+
+/// The JSON value at the start of `text` (after white space) and the bytes it took.
+fn first_value<'de, T: serde::Deserialize<'de>>(text: &'de [u8]) -> Option<(T, usize)> {
+    let mut values = serde_json::Deserializer::from_slice(text).into_iter::<T>();
+    let value = values.next()?.ok()?;
+    Some((value, values.byte_offset()))
 }
 
 /// A request id as JSON.
@@ -777,6 +832,31 @@ mod tests {
             INVALID_REQUEST
         );
         assert_eq!(answer("42").1, INVALID_REQUEST);
+    }
+
+    #[test]
+    fn an_oversized_lines_id_is_read_from_its_head() {
+        let long = "x".repeat(OVERSIZED_HEAD);
+        for (head, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"#.to_owned(),
+                json!(42),
+            ),
+            (r#" {"id" : "a\"b", "#.to_owned(), json!("a\"b")),
+            (
+                r#"{"jsonrpc":"2.0","method":"x","params":{"a":[1,{"id":3}]},"id":"late","#
+                    .to_owned(),
+                json!("late"),
+            ),
+            // The id past the head, cut by it, or not a string or integer.
+            (format!(r#"{{"params":"{long}"#), Value::Null),
+            (r#"{"jsonrpc":"2.0","id":12"#.to_owned(), Value::Null),
+            (r#"{"id":1.5,"#.to_owned(), Value::Null),
+            (r#"[{"id":1},"#.to_owned(), Value::Null),
+            ("not json".to_owned(), Value::Null),
+        ] {
+            assert_eq!(head_id(head.as_bytes()), id, "{head}");
+        }
     }
 
     #[test]
