@@ -411,6 +411,8 @@ impl Why {
 struct Written {
     created: bool,
     version: Option<u64>,
+    /// A no-op whose `expected_sha256` named other content.
+    stale: bool,
 }
 
 struct Edited {
@@ -556,19 +558,22 @@ impl Model {
         expected: Option<&str>,
     ) -> Result<Written, Why> {
         let current = self.files.get(path);
-        // README: the precondition is checked first; only when it holds is a write of the
-        // content already stored a no-op, and so is `if_absent` with that content.
+        // TOOLS.md: a write of the content already stored is a no-op, whatever the
+        // precondition (a stale one is reported) and `if_absent` say.
+        if let Some(current) = current
+            && current == content
+        {
+            return Ok(Written {
+                created: false,
+                version: None,
+                stale: expected.is_some_and(|e| sha(current) != e.to_ascii_lowercase()),
+            });
+        }
         precondition(current, expected)?;
-        if let Some(current) = current {
-            if current == content {
-                return Ok(Written {
-                    created: false,
-                    version: None,
-                });
-            }
-            if if_absent {
-                return Err(Why::Occupied(sha(current)));
-            }
+        if let Some(current) = current
+            && if_absent
+        {
+            return Err(Why::Occupied(sha(current)));
         }
         let created = current.is_none();
         let op = if created { "created" } else { "modified" };
@@ -577,6 +582,7 @@ impl Model {
         Ok(Written {
             created,
             version: Some(version),
+            stale: false,
         })
     }
 
@@ -777,10 +783,16 @@ fn check_write(out: &Outcome, path: &str, content: &str, want: Result<Written, W
     same(&r["path"], json!(canon(path)), "path")?;
     same(&r["created"], json!(w.created), "created")?;
     same(&r["unchanged"], json!(w.version.is_none()), "unchanged")?;
+    same(
+        &optional(r, "precondition_stale"),
+        json!(w.stale.then_some(true)),
+        "precondition_stale",
+    )?;
     same(&r["content_sha256"], json!(sha(content)), "content_sha256")?;
     same(&r["size_bytes"], json!(content.len()), "size_bytes")?;
     same(&optional(r, "version"), json!(w.version), "version")?;
     Ok(match (w.created, w.version) {
+        (_, None) if w.stale => "unchanged despite a stale sha",
         (_, None) => "unchanged",
         (true, _) => "created",
         (false, _) => "replaced",

@@ -1217,3 +1217,48 @@ async fn reading_a_file_with_a_trailing_slash_is_refused_as_delete_and_move_refu
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_retried_write_with_a_stale_precondition_is_a_no_op_that_says_so() {
+    // The first reply of a write was lost; the agent retries with the hash it had read
+    // before. The memory already holds what it asks for: TOOLS.md says that succeeds.
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let p = "/memories/plan.md";
+    let v1 = s
+        .ok("memory_write", json!({"path": p, "content": "v1"}))
+        .await;
+    let args = json!({"path": p, "content": "v2", "expected_sha256": v1["content_sha256"]});
+    let first = s.ok("memory_write", args.clone()).await;
+    assert_eq!(first["unchanged"], false);
+    assert!(first.get("precondition_stale").is_none(), "{first}");
+    let retry = s.call("memory_write", args).await;
+    assert!(!retry.is_error, "{}", retry.text);
+    assert_eq!(retry.structured["unchanged"], true);
+    assert_eq!(retry.structured["precondition_stale"], true);
+    assert_eq!(retry.structured["content_sha256"], sha256_hex(b"v2"));
+    assert!(
+        retry.text.contains("expected_sha256 did not match"),
+        "{}",
+        retry.text
+    );
+    let history = s.ok("memory_history", json!({"path": p})).await;
+    assert_eq!(
+        history["versions"].as_array().unwrap().len(),
+        2,
+        "no version for a no-op"
+    );
+    // Other content with that stale hash is still refused.
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": p, "content": "v3", "expected_sha256": v1["content_sha256"]}),
+        )
+        .await;
+    assert!(e.contains("precondition failed"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("plan.md")).unwrap(),
+        "v2"
+    );
+    s.stop().await;
+}

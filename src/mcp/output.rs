@@ -76,6 +76,11 @@ pub struct WriteOut {
     pub size_bytes: u64,
     /// The memory already had this content; nothing was written.
     pub unchanged: bool,
+    /// Present (true) when expected_sha256 named other content but the memory already
+    /// held exactly this content: the write is a no-op. If your content was computed from
+    /// what you read (a counter, a list), someone else made a change first: read again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub precondition_stale: bool,
     /// The history version this write made (absent for a no-op).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
@@ -187,6 +192,7 @@ impl From<WriteResult> for WriteOut {
             content_sha256: r.content_sha256,
             size_bytes: r.size_bytes,
             unchanged: r.unchanged,
+            precondition_stale: r.precondition_stale,
             version: r.version,
         }
     }

@@ -116,6 +116,8 @@ pub struct WriteParams {
     pub if_absent: Option<bool>,
     /// Replace only if the memory's current `content_sha256` is this (from memory_read or
     /// memory_list); on a mismatch nothing changes and the error gives the current hash.
+    /// A write of the content already stored succeeds as a no-op even on a mismatch (a
+    /// retry whose first reply was lost), and says so with `precondition_stale`.
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,

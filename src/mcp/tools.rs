@@ -503,6 +503,9 @@ mod render {
             "{verb}: {} ({} bytes, content_sha256 {}{version})",
             out.path, out.size_bytes, out.content_sha256
         );
+        if out.precondition_stale {
+            text.push_str("\nNote: expected_sha256 did not match the content you last read, but the memory already holds exactly this content, so nothing was written. If you computed this content from what you read, someone else changed it first: read it again before building on it.");
+        }
         text.push_str(hidden_note(&out.path));
         text
     }

@@ -47,6 +47,9 @@ pub struct WriteResult {
     pub size_bytes: u64,
     /// The stored content already equalled the request: nothing was written.
     pub unchanged: bool,
+    /// `expected_sha256` named other content than was stored, but the memory already
+    /// held the requested content, so the write succeeded as a no-op.
+    pub precondition_stale: bool,
     /// The history version this write made (none for a no-op or with history off).
     pub version: Option<u64>,
 }
@@ -170,26 +173,31 @@ impl Memdir {
             other => other?,
         };
         let new_sha = text::sha256_hex(content.as_bytes());
-        // The precondition comes first: two racers that both read n and both write n + 1
-        // must not both succeed, even though the second finds its content already there.
+        // A write of the state already stored is a no-op, whatever the precondition: a
+        // write retried after its first reply was lost must not fail. A stale
+        // precondition is reported, so two racers that both read n and both write n + 1
+        // can tell: the second learns that its change was made by someone else.
+        if let Some(cur) = &current
+            && cur.sha256 == new_sha
+        {
+            return Ok(WriteResult {
+                path: p.canonical(),
+                created: false,
+                content_sha256: new_sha,
+                size_bytes: content.len() as u64,
+                unchanged: true,
+                precondition_stale: expected.as_ref().is_some_and(|e| *e != cur.sha256),
+                version: None,
+            });
+        }
         check_precondition(p, expected.as_deref(), current.as_ref())?;
-        if let Some(cur) = &current {
-            if cur.sha256 == new_sha {
-                return Ok(WriteResult {
-                    path: p.canonical(),
-                    created: false,
-                    content_sha256: new_sha,
-                    size_bytes: content.len() as u64,
-                    unchanged: true,
-                    version: None,
-                });
-            }
-            if if_absent {
-                return Err(Error::Occupied {
-                    path: p.canonical(),
-                    current: cur.sha256.clone(),
-                });
-            }
+        if let Some(cur) = &current
+            && if_absent
+        {
+            return Err(Error::Occupied {
+                path: p.canonical(),
+                current: cur.sha256.clone(),
+            });
         }
         let rel = p.rel();
         rec.note_current(
@@ -245,6 +253,7 @@ impl Memdir {
             content_sha256: new_sha,
             size_bytes: content.len() as u64,
             unchanged: false,
+            precondition_stale: false,
             version,
         })
     }
