@@ -1262,3 +1262,36 @@ async fn a_retried_write_with_a_stale_precondition_is_a_no_op_that_says_so() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn with_every_store_read_only_the_protocol_never_asks_to_write() {
+    use rmcp::model::GetPromptRequestParams;
+
+    let sb = Sandbox::new();
+    let spec = format!("team={}:ro", sb.store().display());
+    for tools in ["default", "anthropic"] {
+        let s = Server::start(&["--store", &spec, "--tools", tools], &[]).await;
+        let instructions = s.client.peer_info().unwrap().instructions.clone().unwrap();
+        let prompt = s
+            .client
+            .get_prompt(GetPromptRequestParams::new("memory_protocol"))
+            .await
+            .unwrap();
+        let prompt = prompt.messages[0].content.as_text().unwrap().text.clone();
+        for text in [&instructions, &prompt] {
+            assert!(text.contains("read-only"), "{tools}: {text}");
+            for asks_to_write in [
+                "Record progress",
+                "expected_sha256",
+                "delete what",
+                "update rather",
+            ] {
+                assert!(
+                    !text.contains(asks_to_write),
+                    "{tools}: {asks_to_write:?} in {text}"
+                );
+            }
+        }
+        s.stop().await;
+    }
+}

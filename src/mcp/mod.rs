@@ -224,6 +224,15 @@ impl MemdirServer {
                 "1. Before starting, check memory: view /memories to see what exists, then view what is relevant.\n",
             ),
         }
+        if self.memdir.all_read_only() {
+            // Nothing can be written: the protocol must not ask for it.
+            s.push_str(
+                "2. Every store is read-only: rely on what it holds, but you cannot record, change or delete anything in it; keep your own notes elsewhere.\n\
+                 3. Memories are point-in-time observations: check their age, and verify one before relying on it.\n\
+                 4. If a memory is wrong or out of date, tell the user rather than working around it.",
+            );
+            return s;
+        }
         s.push_str(&format!(
             "2. Record progress as you go{}: decisions, facts learned, what is done and what is next.\n\
              3. Keep it organised: one topic per file, update rather than duplicate, delete what turned out wrong.\n\
