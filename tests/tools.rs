@@ -1295,3 +1295,21 @@ async fn with_every_store_read_only_the_protocol_never_asks_to_write() {
         s.stop().await;
     }
 }
+
+#[tokio::test]
+async fn an_empty_store_or_folder_is_listed_with_its_own_time_not_1970() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.store().join("empty")).unwrap();
+    let s = sb.serve().await;
+    let stores = s.ok("memory_list", json!({"depth": 1})).await;
+    let folder = s
+        .ok("memory_list", json!({"path": "/memories/", "depth": 1}))
+        .await;
+    for entry in [&stores["entries"][0], &folder["entries"][0]] {
+        assert_eq!(entry["kind"], "dir", "{entry}");
+        assert_eq!(entry["file_count"], 0, "{entry}");
+        let at = entry["updated_at"].as_str().unwrap();
+        assert!(at.starts_with("20"), "{entry}");
+    }
+    s.stop().await;
+}

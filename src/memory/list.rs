@@ -248,6 +248,13 @@ impl Memdir {
             kind: None,
             file_count: row.file_count,
         };
+        // A folder without files has no newest file: its own time is what it has (not
+        // 1970, the time of nothing).
+        if row.file_count == Some(0)
+            && let Ok(Some(meta)) = self.store(&row.path).metadata(&row.path)
+        {
+            entry.updated_at = text::rfc3339(meta.modified);
+        }
         if !row.is_dir
             && let Ok(Some(cur)) = self.current(&row.path)
         {
