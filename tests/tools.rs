@@ -1313,3 +1313,57 @@ async fn an_empty_store_or_folder_is_listed_with_its_own_time_not_1970() {
     }
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_query_matching_one_file_shows_a_score_a_person_can_read() {
+    // BM25's IDF floors at 1e-6 for a word in most files: the score shown is relative
+    // to the best hit instead.
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "only.md", "content": "deploy with cargo\n"}),
+    )
+    .await;
+    let out = s.call("memory_search", json!({"query": "cargo"})).await;
+    assert_eq!(
+        out.structured["hits"][0]["score"], 1.0,
+        "{}",
+        out.structured
+    );
+    assert!(out.text.contains("(score 1.000)"), "{}", out.text);
+    assert!(!out.text.contains("e-"), "{}", out.text);
+    for (i, text) in ["cargo cargo cargo\n", "cargo and many other words here\n"]
+        .iter()
+        .enumerate()
+    {
+        s.ok(
+            "memory_write",
+            json!({"path": format!("more/{i}.md"), "content": text}),
+        )
+        .await;
+    }
+    let r = s
+        .ok("memory_search", json!({"query": "cargo", "limit": 2}))
+        .await;
+    let first: Vec<f64> = r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["score"].as_f64().unwrap())
+        .collect();
+    assert_eq!(first[0], 1.0, "{r}");
+    assert!(first[1] > 0.0 && first[1] <= 1.0, "{r}");
+    let rest = s
+        .ok(
+            "memory_search",
+            json!({"query": "cargo", "limit": 2, "cursor": r["next_cursor"]}),
+        )
+        .await;
+    let last = rest["hits"][0]["score"].as_f64().unwrap();
+    assert!(
+        last > 0.0 && last <= first[1],
+        "a later page scores against the same best: {rest}"
+    );
+    s.stop().await;
+}

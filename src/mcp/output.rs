@@ -116,6 +116,8 @@ pub struct DeleteOut {
 #[schemars(inline)]
 pub struct HitOut {
     pub path: String,
+    /// Relevance relative to the best hit of this search (on every page): 1 for the
+    /// best, e.g. 0.5 for a hit half as relevant (BM25).
     pub score: f64,
     /// The best matching line (1-based).
     pub line: u64,

@@ -478,13 +478,9 @@ mod render {
         s
     }
 
-    /// Three significant digits, however small (BM25 scores of very common words are tiny).
+    /// A relative score with three decimals (the best hit is 1.000).
     fn score(x: f64) -> String {
-        if x == 0.0 || x.abs() >= 0.01 {
-            format!("{x:.3}")
-        } else {
-            format!("{x:.2e}")
-        }
+        format!("{x:.3}")
     }
 
     pub fn write(out: &WriteOut) -> String {

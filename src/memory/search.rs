@@ -28,6 +28,8 @@ pub struct SearchRequest<'a> {
 #[derive(Debug, Clone)]
 pub struct SearchHit {
     pub path: String,
+    /// Relevance relative to the best hit of the search (1 for it): raw BM25 is not a
+    /// figure a person can read (a word in most memories scores 1e-6, as its IDF floors).
     pub score: f64,
     /// The best matching line (1-based).
     pub line: usize,
@@ -45,6 +47,15 @@ pub struct SearchResult {
     pub relaxed: bool,
     /// The query went past its bounds: only its first part was searched.
     pub query_cut: bool,
+}
+
+/// `score` as a share of `best`, the top score of the search, in (0, 1].
+fn relative(score: f64, best: f64) -> f64 {
+    if best > 0.0 && score.is_finite() {
+        (score / best).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
 }
 
 /// Longest snippet line, in characters.
@@ -106,7 +117,11 @@ impl Memdir {
                     .total_cmp(&a.score)
                     .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
             });
-            let (hits, stale) = self.show(&query, ranked.iter().skip(offset).take(req.limit));
+            let (mut hits, stale) = self.show(&query, ranked.iter().skip(offset).take(req.limit));
+            let best = ranked.first().map_or(0.0, |c| c.score);
+            for hit in &mut hits {
+                hit.score = relative(hit.score, best);
+            }
             result = SearchResult {
                 next_cursor: (offset + hits.len() < total && !hits.is_empty())
                     .then(|| (offset + hits.len()).to_string()),
