@@ -1367,3 +1367,42 @@ async fn a_query_matching_one_file_shows_a_score_a_person_can_read() {
     );
     s.stop().await;
 }
+
+#[tokio::test]
+async fn moving_a_folder_reports_its_files_not_an_empty_hash() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    for (path, content) in [("dir/a.md", "aaa\n"), ("dir/sub/b.md", "bb\n")] {
+        s.ok("memory_write", json!({"path": path, "content": content}))
+            .await;
+    }
+    let out = s
+        .call("memory_edit", json!({"path": "dir/", "new_path": "moved/"}))
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    let r = &out.structured;
+    assert!(
+        r.get("content_sha256").is_none(),
+        "a folder has no content hash: {r}"
+    );
+    assert_eq!(
+        (r["file_count"].clone(), r["size_bytes"].clone()),
+        (json!(2), json!(7)),
+        "{r}"
+    );
+    assert_eq!(r["renamed_from"], "/memories/dir");
+    assert!(
+        out.text.contains("folder with 2 files (7 bytes)"),
+        "{}",
+        out.text
+    );
+    let file = s
+        .ok(
+            "memory_edit",
+            json!({"path": "moved/a.md", "new_path": "a.md"}),
+        )
+        .await;
+    assert_eq!(file["content_sha256"], sha256_hex(b"aaa\n"));
+    assert!(file.get("file_count").is_none(), "{file}");
+    s.stop().await;
+}

@@ -90,8 +90,16 @@ pub struct WriteOut {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct EditOut {
     pub path: String,
-    pub content_sha256: String,
+    /// The file's content hash; absent when a folder was moved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub content_sha256: Option<String>,
+    /// The file's size, or the total size of the files in a folder moved.
     pub size_bytes: u64,
+    /// Present when a folder was moved: how many files moved with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub file_count: Option<u64>,
     /// The changed lines with 2 lines of context, numbered.
     pub snippet: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,6 +214,7 @@ impl From<EditResult> for EditOut {
             path: r.path,
             content_sha256: r.content_sha256,
             size_bytes: r.size_bytes,
+            file_count: r.file_count,
             snippet: r.snippet,
             renamed_from: r.renamed_from,
             unchanged: r.unchanged,

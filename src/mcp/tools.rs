@@ -521,8 +521,21 @@ mod render {
     }
 
     pub fn edit(out: &EditOut) -> String {
+        let sha = out.content_sha256.as_deref().unwrap_or_default();
         if let Some(from) = &out.renamed_from {
-            return format!("Renamed {from} to {}{}", out.path, hidden_note(&out.path));
+            let what = match out.file_count {
+                Some(n) => format!(
+                    ": a folder with {n} file{} ({} bytes)",
+                    if n == 1 { "" } else { "s" },
+                    out.size_bytes
+                ),
+                None => format!(" ({} bytes, content_sha256 {sha})", out.size_bytes),
+            };
+            return format!(
+                "Renamed {from} to {}{what}{}",
+                out.path,
+                hidden_note(&out.path)
+            );
         }
         let head = if out.unchanged {
             "Unchanged (the edit produced the same content)"
@@ -530,8 +543,8 @@ mod render {
             "Edited"
         };
         format!(
-            "{head}: {} ({} bytes, content_sha256 {}). Snippet of the change:\n{}",
-            out.path, out.size_bytes, out.content_sha256, out.snippet
+            "{head}: {} ({} bytes, content_sha256 {sha}). Snippet of the change:\n{}",
+            out.path, out.size_bytes, out.snippet
         )
     }
 

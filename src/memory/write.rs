@@ -88,8 +88,12 @@ pub struct EditRequest<'a> {
 pub struct EditResult {
     /// Where the memory is now (the new path after a rename).
     pub path: String,
-    pub content_sha256: String,
+    /// The file's hash; `None` for a folder moved (it has no content of its own).
+    pub content_sha256: Option<String>,
+    /// The file's size, or the total size of the files in a folder moved.
     pub size_bytes: u64,
+    /// For a folder moved: how many files moved with it.
+    pub file_count: Option<u64>,
     /// Numbered lines around the change (empty for a rename).
     pub snippet: String,
     pub unchanged: bool,
@@ -374,8 +378,9 @@ impl Memdir {
         }
         Ok(EditResult {
             path: canonical,
-            content_sha256: new_sha,
+            content_sha256: Some(new_sha),
             size_bytes: new_text.len() as u64,
+            file_count: None,
             snippet,
             unchanged,
             renamed_from: None,
@@ -486,13 +491,19 @@ impl Memdir {
             None => self.indexed(&to, Change::Tree),
         }
         let version = rec.commit().last().copied();
-        let (sha, size) = moved
-            .map(|cur| (cur.sha256, cur.text.len() as u64))
-            .unwrap_or_default();
+        let (content_sha256, size_bytes, file_count) = match moved {
+            Some(cur) => (Some(cur.sha256), cur.text.len() as u64, None),
+            None => (
+                None,
+                moving.iter().map(|m| m.3.len() as u64).sum(),
+                Some(moving.len() as u64),
+            ),
+        };
         Ok(EditResult {
             path: to.canonical(),
-            content_sha256: sha,
-            size_bytes: size,
+            content_sha256,
+            size_bytes,
+            file_count,
             snippet: String::new(),
             unchanged: false,
             renamed_from: Some(from.canonical()),
