@@ -77,12 +77,34 @@ pub fn find(text: &str) -> Option<(&'static str, usize)> {
     let matched = SET.matches(text);
     let rule = matched.iter().next()?;
     let at = EACH[rule].find(text)?.start();
-    let line = text.as_bytes()[..at]
+    Some((RULES[rule].0, line_of(text, at)))
+}
+
+/// The first secret in `new` that `old` does not hold (each match compared by its text,
+/// wherever it stands): what an edit adds, or makes by joining text around it. A secret
+/// already stored is not the edit's doing, so it does not refuse it.
+pub fn added(old: &str, new: &str) -> Option<(&'static str, usize)> {
+    let before: std::collections::HashSet<&str> = matches(old).map(|(_, m)| m.as_str()).collect();
+    let (rule, at) = matches(new)
+        .filter(|(_, m)| !before.contains(m.as_str()))
+        .map(|(rule, m)| (rule, m.start()))
+        .min_by_key(|&(_, at)| at)?;
+    Some((RULES[rule].0, line_of(new, at)))
+}
+
+/// Every match of every rule in `text`: (rule, match).
+fn matches(text: &str) -> impl Iterator<Item = (usize, regex::Match<'_>)> {
+    SET.matches(text)
+        .into_iter()
+        .flat_map(move |rule| EACH[rule].find_iter(text).map(move |m| (rule, m)))
+}
+
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at]
         .iter()
         .filter(|&&b| b == b'\n')
         .count()
-        + 1;
-    Some((RULES[rule].0, line))
+        + 1
 }
 
 #[cfg(test)]
@@ -98,6 +120,33 @@ mod tests {
         assert_eq!(
             find("-----BEGIN OPENSSH PRIVATE KEY-----\nabc"),
             Some(("private key", 1))
+        );
+    }
+
+    #[test]
+    fn only_what_an_edit_adds_counts_as_added() {
+        let key = format!("{}{}", "AKIA", "IOSFODNN7EXAMPLX");
+        let stored = format!("a\nkey = {key}\nb\n");
+        let other = format!("ghp_{}", "b".repeat(36));
+        for (new, added_at) in [
+            // The stored key, other lines edited: nothing added.
+            (format!("a!\nkey = {key}\nb\nc\n"), None),
+            (format!("key = {key}\n"), None),
+            // A second secret, or one made by joining two halves.
+            (
+                format!("{stored}token {other}\n"),
+                Some(("GitHub token", 4)),
+            ),
+            (
+                format!("x {}{}\n{stored}", "AKIA", "IOSFODNN7EXAMPLA"),
+                Some(("AWS access key id", 1)),
+            ),
+        ] {
+            assert_eq!(added(&stored, &new), added_at, "{new}");
+        }
+        assert_eq!(
+            added("AKIA\n", &format!("{key}\n")),
+            Some(("AWS access key id", 1))
         );
     }
 

@@ -1406,3 +1406,62 @@ async fn moving_a_folder_reports_its_files_not_an_empty_hash() {
     assert!(file.get("file_count").is_none(), "{file}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_secret_stored_by_someone_else_does_not_block_edits_of_other_lines() {
+    let sb = Sandbox::new();
+    let key = format!("{}{}", "AKIA", "IOSFODNN7EXAMPLX");
+    std::fs::write(
+        sb.store().join("ops.md"),
+        format!("# Ops\nkey = {key}\ntodo\n"),
+    )
+    .unwrap();
+    let s = sb.serve().await;
+    let out = s
+        .call(
+            "memory_edit",
+            json!({"path": "ops.md", "old_str": "todo", "new_str": "done"}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.text);
+    let warning = out.structured["warning"].as_str().unwrap();
+    assert!(
+        warning.contains("line 2") && warning.contains("AWS access key id"),
+        "{warning}"
+    );
+    assert!(out.text.contains("Warning: line 2"), "{}", out.text);
+    s.ok(
+        "memory_edit",
+        json!({"path": "ops.md", "append_text": "more"}),
+    )
+    .await;
+    // What the call adds is still scanned: a new secret, or one made by joining text.
+    let gh = format!("ghp_{}", "a".repeat(36));
+    let before = std::fs::read_to_string(sb.store().join("ops.md")).unwrap();
+    for (args, line) in [
+        (
+            json!({"path": "ops.md", "append_text": format!("token {gh}")}),
+            "line 5",
+        ),
+        (
+            json!({"path": "ops.md", "old_str": "more", "new_str": format!("{}{}", "AKIA", "IOSFODNN7EXAMPLA")}),
+            "line 4",
+        ),
+    ] {
+        let e = s.err("memory_edit", args).await;
+        assert!(e.contains("looks like a secret") && e.contains(line), "{e}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("ops.md")).unwrap(),
+        before
+    );
+    // An edit that leaves no secret has no warning.
+    let clean = s
+        .ok(
+            "memory_edit",
+            json!({"path": "ops.md", "old_str": format!("key = {key}\n"), "new_str": ""}),
+        )
+        .await;
+    assert!(clean.get("warning").is_none(), "{clean}");
+    s.stop().await;
+}

@@ -106,6 +106,12 @@ pub struct EditOut {
     #[schemars(with = "String")]
     pub renamed_from: Option<String>,
     pub unchanged: bool,
+    /// Present when the memory already held a secret before this edit (stored by someone
+    /// else): the edit was made, but that line should be removed. Names the rule and
+    /// line, never the secret.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub warning: Option<String>,
     /// The history version this edit made (absent for a no-op).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
@@ -218,6 +224,11 @@ impl From<EditResult> for EditOut {
             snippet: r.snippet,
             renamed_from: r.renamed_from,
             unchanged: r.unchanged,
+            warning: r.stored_secret.map(|(rule, line)| {
+                format!(
+                    "line {line} looks like a secret ({rule}) that was stored before this edit; remove it with memory_edit, or keep secrets out of memory"
+                )
+            }),
             version: r.version,
         }
     }

@@ -542,10 +542,14 @@ mod render {
         } else {
             "Edited"
         };
-        format!(
+        let mut text = format!(
             "{head}: {} ({} bytes, content_sha256 {sha}). Snippet of the change:\n{}",
             out.path, out.size_bytes, out.snippet
-        )
+        );
+        if let Some(w) = &out.warning {
+            text.push_str(&format!("\nWarning: {w}."));
+        }
+        text
     }
 
     /// Files named in the text of a folder deletion; the rest are only counted.

@@ -99,6 +99,9 @@ pub struct EditResult {
     pub unchanged: bool,
     /// The path before a rename.
     pub renamed_from: Option<String>,
+    /// A secret the memory held before this edit, which the edit kept: the edit is not
+    /// refused for it (it only scans what it adds), but it should be removed.
+    pub stored_secret: Option<(&'static str, usize)>,
     /// The last history version this edit made.
     pub version: Option<u64>,
 }
@@ -340,8 +343,21 @@ impl Memdir {
         let new_sha = text::sha256_hex(new_text.as_bytes());
         let unchanged = new_sha == cur.sha256;
         let mut version = None;
+        let mut stored_secret = None;
         if !unchanged {
-            self.check_content(&p, &new_text)?;
+            self.check_size(&p, &new_text)?;
+            if !self.settings.allow_secrets {
+                // Only what the edit adds is refused: a secret someone saved in the file
+                // before must not block every later edit, even of other lines.
+                if let Some((rule, line)) = secrets::added(&cur.text, &new_text) {
+                    return Err(Error::Secret {
+                        path: canonical,
+                        rule,
+                        line,
+                    });
+                }
+                stored_secret = secrets::find(&new_text);
+            }
             let rel = p.rel();
             rec.note_current(&rel, Some((&cur.sha256, cur.text.as_bytes())))?;
             rec.note(
@@ -384,6 +400,7 @@ impl Memdir {
             snippet,
             unchanged,
             renamed_from: None,
+            stored_secret,
             version,
         })
     }
@@ -507,6 +524,7 @@ impl Memdir {
             snippet: String::new(),
             unchanged: false,
             renamed_from: Some(from.canonical()),
+            stored_secret: None,
             version,
         })
     }
@@ -657,14 +675,7 @@ impl Memdir {
 
     /// Size and credential checks on content about to be stored.
     fn check_content(&self, p: &MemPath, content: &str) -> Result<()> {
-        let max = self.settings.max_file_bytes;
-        if content.len() as u64 > max {
-            return Err(Error::TooLarge {
-                path: p.canonical(),
-                size: content.len() as u64,
-                max,
-            });
-        }
+        self.check_size(p, content)?;
         if !self.settings.allow_secrets
             && let Some((rule, line)) = secrets::find(content)
         {
@@ -672,6 +683,18 @@ impl Memdir {
                 path: p.canonical(),
                 rule,
                 line,
+            });
+        }
+        Ok(())
+    }
+
+    fn check_size(&self, p: &MemPath, content: &str) -> Result<()> {
+        let max = self.settings.max_file_bytes;
+        if content.len() as u64 > max {
+            return Err(Error::TooLarge {
+                path: p.canonical(),
+                size: content.len() as u64,
+                max,
             });
         }
         Ok(())
