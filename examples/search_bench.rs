@@ -784,9 +784,7 @@ fn request<'a>(spec: &'a QuerySpec, query: &'a str) -> SearchRequest<'a> {
         query,
         path: spec.path.map(|(p, _)| p),
         limit: LIMIT,
-        cursor: None,
-        kind: None,
-        tag: None,
+        ..SearchRequest::default()
     }
 }
 
@@ -1028,8 +1026,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
         let clauses = Query::parse(row.spec.query).clauses;
         let scope = Scope {
             prefix: row.spec.path.map(|(_, p)| p),
-            kind: None,
-            tag: None,
+            ..Scope::default()
         };
         let combine = if row.relaxed {
             Combine::Any

@@ -15,6 +15,17 @@ pub struct Frontmatter {
     pub expires_at: Option<String>,
 }
 
+impl Frontmatter {
+    /// When the memory expires, in seconds since the epoch: `expires` (or `expires_at`)
+    /// as a date (the start of that day, UTC) or a date-time; `None` without one or when
+    /// it is neither (a malformed expiry never hides a memory).
+    pub fn expires(&self) -> Option<i64> {
+        self.expires_at
+            .as_deref()
+            .and_then(crate::text::parse_instant)
+    }
+}
+
 /// Only the head of a file is looked at.
 const MAX_BLOCK_BYTES: usize = 16 * 1024;
 
@@ -60,7 +71,8 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
         description: get("description"),
         kind: get("type"),
         tags,
-        expires_at: get("expires_at"),
+        // `expires` (Claude Code's spelling) and `expires_at` (the contract's) are one field.
+        expires_at: get("expires").or_else(|| get("expires_at")),
     })
 }
 
@@ -116,6 +128,10 @@ mod tests {
         assert_eq!(fm.kind.as_deref(), Some("project"));
         assert_eq!(fm.tags, ["rust", "build"]);
         assert_eq!(parse("---\ntags: a, b\n---\n").unwrap().tags, ["a", "b"]);
+        for block in ["expires: 2026-03-01", "expires_at: 2026-03-01"] {
+            let fm = parse(&format!("---\n{block}\n---\n")).unwrap();
+            assert_eq!(fm.expires_at.as_deref(), Some("2026-03-01"), "{block}");
+        }
     }
 
     #[test]

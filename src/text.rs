@@ -98,6 +98,98 @@ pub fn days_since_epoch(t: SystemTime) -> u64 {
         .unwrap_or(0)
 }
 
+/// Seconds since 1970-01-01T00:00:00Z of a date (`2026-03-01`, which means the start of
+/// that day in UTC) or an RFC 3339 date-time (`2026-03-01T09:30:00Z`, `…+02:00`, a space
+/// for the `T`, fractions of a second ignored; no offset means UTC). `None` if it is
+/// neither: callers turn that into their own message.
+pub fn parse_instant(s: &str) -> Option<i64> {
+    let s = s.trim();
+    let num = |t: &str| -> Option<i64> {
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| t.parse().ok())
+            .flatten()
+    };
+    let (date, time) = match s.find(['T', 't', ' ']) {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let mut parts = date.split('-');
+    let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        return None;
+    }
+    let (y, m, d) = (num(y)?, num(m)?, num(d)?);
+    let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    let days_in = [
+        31,
+        if leap { 29 } else { 28 },
+        31,
+        30,
+        31,
+        30,
+        31,
+        31,
+        30,
+        31,
+        30,
+        31,
+    ];
+    if !(1..=12).contains(&m) || d < 1 || d > days_in[m as usize - 1] {
+        return None;
+    }
+    let mut secs = days_from_civil(y, m, d) * 86_400;
+    if let Some(time) = time {
+        let (clock, offset) = match time.find(['Z', 'z', '+', '-']) {
+            Some(i) => (&time[..i], &time[i..]),
+            None => (time, ""),
+        };
+        let clock = clock.split('.').next()?;
+        let mut hms = clock.split(':');
+        let (h, mi) = (num(hms.next()?)?, num(hms.next()?)?);
+        let sec = hms.next().map_or(Some(0), num)?;
+        if hms.next().is_some() || h > 23 || mi > 59 || sec > 60 {
+            return None;
+        }
+        secs += h * 3600 + mi * 60 + sec;
+        match offset {
+            "" | "Z" | "z" => {}
+            o => {
+                let sign = if o.starts_with('-') { -1 } else { 1 };
+                let (oh, om) = o[1..].split_once(':')?;
+                let (oh, om) = (num(oh)?, num(om)?);
+                if oh > 23 || om > 59 {
+                    return None;
+                }
+                secs -= sign * (oh * 3600 + om * 60);
+            }
+        }
+    }
+    Some(secs)
+}
+
+/// RFC 3339 UTC timestamp of seconds since the epoch.
+pub fn rfc3339_secs(secs: i64) -> String {
+    rfc3339(UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64))
+}
+
+/// Seconds since the epoch now.
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -131,6 +223,28 @@ mod tests {
         assert_eq!(numbered(&lines(text), 1, 2), "     1\talpha\n     2\tbeta");
         assert_eq!(numbered(&lines(text), 2, 99), "     2\tbeta");
         assert_eq!(lines("").len(), 0);
+    }
+
+    #[test]
+    fn parses_dates_and_date_times() {
+        for (text, secs) in [
+            ("2026-11-22", Some(1_795_305_600)),
+            ("2026-11-22T07:21:23Z", Some(1_795_332_083)),
+            ("2026-11-22 07:21:23", Some(1_795_332_083)),
+            ("2026-11-22T09:21:23.5+02:00", Some(1_795_332_083)),
+            ("2026-11-22T02:21-05:00", Some(1_795_332_060)),
+            ("2000-02-29", Some(951_782_400)),
+            ("1970-01-01", Some(0)),
+            ("2001-02-29", None),
+            ("2026-13-01", None),
+            ("2026-1-01", None),
+            ("next week", None),
+            ("2026-11-22T25:00Z", None),
+            ("", None),
+        ] {
+            assert_eq!(parse_instant(text), secs, "{text}");
+        }
+        assert_eq!(rfc3339_secs(1_795_332_083), "2026-11-22T07:21:23Z");
     }
 
     #[test]

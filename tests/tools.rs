@@ -1093,6 +1093,8 @@ async fn the_memory_protocol_prompt_speaks_of_the_offered_tools_and_the_topic() 
         "memory_search",
         "Record progress as you go",
         "Assume interruption",
+        "`expires` date in its frontmatter",
+        "include_expired: true",
     ] {
         assert!(plain.contains(part), "{part:?} in {plain}");
     }

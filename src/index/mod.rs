@@ -21,7 +21,7 @@ use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-3;tokenizer-3";
+pub const FORMAT: &str = "memdir-index-4;tokenizer-3";
 
 /// One indexed file.
 #[derive(Debug)]
@@ -33,12 +33,38 @@ pub struct IndexedDoc<'a> {
 }
 
 /// Which documents a query may return.
-#[derive(Debug, Default)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Scope<'a> {
     /// Relative path of a file, or of a folder (ending in `/`); `None` = the whole store.
     pub prefix: Option<&'a str>,
     pub kind: Option<&'a str>,
     pub tag: Option<&'a str>,
+    /// Leave out documents whose frontmatter expiry (seconds since the epoch) is at or
+    /// before this time.
+    pub live_at: Option<i64>,
+    /// Only documents modified at or after this time (nanoseconds since the epoch).
+    pub updated_after_ns: Option<i64>,
+    /// Only documents modified before this time (nanoseconds since the epoch).
+    pub updated_before_ns: Option<i64>,
+}
+
+/// How a query's page is chosen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Order {
+    /// Best BM25 score first, ties by path.
+    #[default]
+    Relevance,
+    /// Most recently modified first, ties by path.
+    Recent,
+}
+
+/// What a query found: how many documents match, the best score of any of them, and
+/// the page asked for.
+#[derive(Debug, Default)]
+pub struct Page {
+    pub total: usize,
+    pub best: f64,
+    pub rows: Vec<Ranked>,
 }
 
 /// A ranked hit: relative path, BM25 score (higher is better) and the indexed stamp.
@@ -115,7 +141,9 @@ impl Index {
                         ino INTEGER NOT NULL,
                         description TEXT,
                         kind TEXT,
-                        tags TEXT);
+                        tags TEXT,
+                        expires INTEGER);
+                     CREATE INDEX docs_expires ON docs(expires) WHERE expires IS NOT NULL;
                      CREATE VIRTUAL TABLE fts USING fts5(
                         body, tail, tri, content='', contentless_delete=1,
                         tokenize=\"ascii tokenchars '_'\", detail=full);",
@@ -221,11 +249,43 @@ impl Index {
         offset: usize,
         limit: usize,
     ) -> IndexResult<(usize, Vec<Ranked>)> {
+        let page = self.query_page(clauses, combine, scope, Order::Relevance, offset, limit)?;
+        Ok((page.total, page.rows))
+    }
+
+    /// Whether any document's expiry is at or before `now` (seconds since the epoch).
+    fn any_expired(&self, now: i64) -> IndexResult<bool> {
+        self.conn
+            .prepare_cached(
+                "SELECT EXISTS(SELECT 1 FROM docs WHERE expires IS NOT NULL AND expires <= ?1)",
+            )?
+            .query_row([now], |r| r.get(0))
+    }
+
+    /// [`Index::query`] in either order, with the best score of all matches (for scores
+    /// shown relative to it).
+    pub fn query_page(
+        &self,
+        clauses: &[Clause],
+        combine: Combine,
+        scope: &Scope,
+        order: Order,
+        offset: usize,
+        limit: usize,
+    ) -> IndexResult<Page> {
         let Some(expr) = match_expression(clauses, combine) else {
-            return Ok((0, Vec::new()));
+            return Ok(Page::default());
         };
         self.check_schema()?;
-        let (filter, args) = scope_filter(scope);
+        let mut scope = *scope;
+        // Most stores hold nothing expired: then the expiry filter is left out, and with
+        // it the join that would cost every query (one look-up in a partial index).
+        if let Some(now) = scope.live_at
+            && !self.any_expired(now)?
+        {
+            scope.live_at = None;
+        }
+        let (filter, args) = scope_filter(&scope);
         // One phrase and no filter: the rows returned are the documents holding the phrase,
         // so its IDF is known from their count and need not cost FTS5 a second pass.
         let idf_later = clauses.len() == 1 && filter.is_empty();
@@ -234,14 +294,18 @@ impl Index {
         } else {
             rank::IDF_HERE
         };
-        let sql = if filter.is_empty() {
+        let recent = order == Order::Recent;
+        // The page is chosen by `key` (lower is first): the score, or for the most recent
+        // first, the modification time negated.
+        let key = if recent { "-docs.mtime_ns" } else { "0" };
+        let sql = if filter.is_empty() && !recent {
             format!(
-                "SELECT rowid, {}(fts, {mode}) FROM fts WHERE fts MATCH ?1",
+                "SELECT rowid, {}(fts, {mode}), 0 FROM fts WHERE fts MATCH ?1",
                 rank::NAME
             )
         } else {
             format!(
-                "SELECT fts.rowid, {}(fts, {mode}) FROM fts JOIN docs ON docs.id = fts.rowid
+                "SELECT fts.rowid, {}(fts, {mode}), {key} FROM fts JOIN docs ON docs.id = fts.rowid
                  WHERE fts MATCH ?1{filter}",
                 rank::NAME
             )
@@ -249,10 +313,12 @@ impl Index {
         let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all_args.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
         // Scores are lower for better matches.
-        let mut scored: Vec<(f64, i64)> = self
+        let mut scored: Vec<(f64, i64, i64)> = self
             .conn
             .prepare_cached(&sql)?
-            .query_map(all_args.as_slice(), |r| Ok((r.get(1)?, r.get(0)?)))?
+            .query_map(all_args.as_slice(), |r| {
+                Ok((r.get(1)?, r.get(0)?, r.get(2)?))
+            })?
             .collect::<IndexResult<_>>()?;
         if idf_later && !scored.is_empty() {
             let idf = rank::idf(self.lengths.rows(), scored.len() as i64);
@@ -262,19 +328,30 @@ impl Index {
         }
         self.lengths.trim();
         let total = scored.len();
+        let best = -scored.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
         let need = offset.saturating_add(limit).min(total);
         if need == 0 || offset >= total {
-            return Ok((total, Vec::new()));
+            return Ok(Page {
+                total,
+                best: if total == 0 { 0.0 } else { best },
+                rows: Vec::new(),
+            });
         }
         // The best `need`, and everything tied with the last of them: ties go by path.
-        scored.select_nth_unstable_by(need - 1, |a, b| a.0.total_cmp(&b.0));
-        let cut = scored[need - 1].0;
-        scored.retain(|s| s.0 <= cut);
+        if recent {
+            scored.select_nth_unstable_by_key(need - 1, |s| s.2);
+            let cut = scored[need - 1].2;
+            scored.retain(|s| s.2 <= cut);
+        } else {
+            scored.select_nth_unstable_by(need - 1, |a, b| a.0.total_cmp(&b.0));
+            let cut = scored[need - 1].0;
+            scored.retain(|s| s.0 <= cut);
+        }
         let mut lookup = self
             .conn
             .prepare_cached("SELECT path, size, mtime_ns, ino FROM docs WHERE id = ?1")?;
         let mut page = Vec::with_capacity(scored.len());
-        for (score, id) in scored {
+        for (score, id, _) in scored {
             let row = lookup
                 .query_row([id], |r| {
                     Ok(Ranked {
@@ -290,8 +367,18 @@ impl Index {
                 .optional()?;
             page.extend(row);
         }
-        page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
-        Ok((total, page.into_iter().skip(offset).take(limit).collect()))
+        if recent {
+            page.sort_by(|a, b| {
+                (b.stamp.mtime_ns.cmp(&a.stamp.mtime_ns)).then_with(|| a.rel.cmp(&b.rel))
+            });
+        } else {
+            page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+        }
+        Ok(Page {
+            total,
+            best,
+            rows: page.into_iter().skip(offset).take(limit).collect(),
+        })
     }
 }
 
@@ -312,8 +399,8 @@ impl Writer<'_> {
             .map(|f| format!("\u{1f}{}\u{1f}", f.tags.join("\u{1f}")));
         self.conn
             .prepare_cached(
-                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?
             .execute(params![
                 doc.rel,
@@ -323,6 +410,7 @@ impl Writer<'_> {
                 fm.and_then(|f| f.description.as_deref()),
                 fm.and_then(|f| f.kind.as_deref()),
                 tags,
+                fm.and_then(Frontmatter::expires),
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn
@@ -417,6 +505,20 @@ fn scope_filter(scope: &Scope) -> (String, Vec<String>) {
     if let Some(tag) = scope.tag {
         let t = bind(format!("\u{1f}{tag}\u{1f}"));
         sql.push_str(&format!(" AND instr(docs.tags, {t}) > 0"));
+    }
+    if let Some(now) = scope.live_at {
+        let n = bind(now.to_string());
+        sql.push_str(&format!(
+            " AND (docs.expires IS NULL OR docs.expires > CAST({n} AS INTEGER))"
+        ));
+    }
+    if let Some(after) = scope.updated_after_ns {
+        let a = bind(after.to_string());
+        sql.push_str(&format!(" AND docs.mtime_ns >= CAST({a} AS INTEGER)"));
+    }
+    if let Some(before) = scope.updated_before_ns {
+        let b = bind(before.to_string());
+        sql.push_str(&format!(" AND docs.mtime_ns < CAST({b} AS INTEGER)"));
     }
     (sql, args)
 }

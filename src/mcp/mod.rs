@@ -228,7 +228,7 @@ impl MemdirServer {
             // Nothing can be written: the protocol must not ask for it.
             s.push_str(
                 "2. Every store is read-only: rely on what it holds, but you cannot record, change or delete anything in it; keep your own notes elsewhere.\n\
-                 3. Memories are point-in-time observations: check their age, and verify one before relying on it.\n\
+                 3. Memories are point-in-time observations: check their age, and verify one before relying on it; one marked expired is likely out of date.\n\
                  4. If a memory is wrong or out of date, tell the user rather than working around it.",
             );
             return s;
@@ -240,6 +240,9 @@ impl MemdirServer {
             topic.map(|t| format!(" on {t:?}")).unwrap_or_default()
         ));
         if self.tools.memory_tools() {
+            s.push_str(
+                "\n5. Facts go stale: give a memory that holds only for a while an `expires` date in its frontmatter (e.g. `expires: 2026-06-30`). Search leaves expired memories out (include_expired: true shows them); memory_read and memory_list mark them expired. When you meet one, verify it, then update it with a new `expires` or delete it.",
+            );
             s.push_str(
                 "\nTo change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",
             );

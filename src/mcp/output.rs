@@ -40,6 +40,13 @@ pub struct EntryOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     pub file_count: Option<u64>,
+    /// The memory's frontmatter `expires`, as an RFC 3339 UTC time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub expires_at: Option<String>,
+    /// Present (true) when that time has passed: the memory is likely out of date.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -66,6 +73,14 @@ pub struct ReadOut {
     pub age_days: u64,
     /// The range was cut to fit one result: continue from `end_line + 1`.
     pub truncated: bool,
+    /// The memory's frontmatter `expires`, as an RFC 3339 UTC time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub expires_at: Option<String>,
+    /// Present (true) when that time has passed: verify the memory, then update or
+    /// delete it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -140,6 +155,12 @@ pub struct HitOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub description: Option<String>,
+    /// RFC 3339 UTC time of the last change.
+    pub updated_at: String,
+    /// Present (true) when the memory's frontmatter `expires` has passed (only with
+    /// include_expired): it is likely out of date.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -169,6 +190,8 @@ impl From<ListEntry> for EntryOut {
             description: e.description,
             kind_tag: e.kind,
             file_count: e.file_count,
+            expires_at: e.expires_at,
+            expired: e.expired,
         }
     }
 }
@@ -196,6 +219,8 @@ impl From<ReadResult> for ReadOut {
             updated_at: r.updated_at,
             age_days: r.age_days,
             truncated: r.truncated,
+            expires_at: r.expires_at,
+            expired: r.expired,
         }
     }
 }
@@ -252,6 +277,8 @@ impl From<SearchHit> for HitOut {
             line: h.line as u64,
             snippet: h.snippet,
             description: h.description,
+            updated_at: h.updated_at,
+            expired: h.expired,
         }
     }
 }

@@ -87,6 +87,34 @@ pub struct SearchParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub tag: Option<String>,
+    /// true = also return memories whose frontmatter `expires` date has passed (marked
+    /// `expired`). Default false: expired memories are left out.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub include_expired: Option<bool>,
+    /// Only memories last modified at or after this time: a date (`2026-03-01`, the start
+    /// of that day in UTC) or an RFC 3339 date-time (`2026-03-01T09:00:00Z`).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub updated_after: Option<String>,
+    /// Only memories last modified before this time (a date or an RFC 3339 date-time).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub updated_before: Option<String>,
+    /// Order of the hits: `relevance` (default; best match first) or `recent` (most
+    /// recently modified first).
+    #[serde(default)]
+    #[schemars(with = "Sort")]
+    pub sort: Option<Sort>,
+}
+
+/// How search hits are ordered.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum Sort {
+    Relevance,
+    Recent,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

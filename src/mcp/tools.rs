@@ -7,12 +7,13 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::output::{DeleteOut, EditOut, HistoryOut, ListOut, ReadOut, SearchOut, WriteOut};
 use super::params::{
-    Args, DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams,
+    Args, DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams, Sort,
     WriteParams,
 };
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
 use crate::error::Error;
+use crate::index::Order;
 use crate::memory::{
     EditOp, EditRequest, HistoryRequest, ListRequest, RestoreRequest, SearchRequest, WriteRequest,
 };
@@ -61,9 +62,11 @@ impl MemdirServer {
         })
     }
 
-    /// Full-text search of memory contents, ranked by relevance (BM25). Returns paths, the
-    /// best matching lines (numbered) and descriptions. Words are ANDed, relaxed to OR when
-    /// nothing has them all; "quoted phrases" and prefix* work; any text is a valid query.
+    /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
+    /// `recent`, newest first. Returns paths, the best matching lines (numbered) and
+    /// descriptions. Words are ANDed, relaxed to OR when nothing has them all; "quoted
+    /// phrases" and prefix* work; any text is a valid query. Memories whose frontmatter
+    /// `expires` has passed are left out unless include_expired is true.
     #[tool(
         input_schema = input::<SearchParams>(),
         output_schema = output::<SearchOut>(),
@@ -87,6 +90,13 @@ impl MemdirServer {
                         cursor: p.cursor.as_deref(),
                         kind: p.kind.as_deref(),
                         tag: p.tag.as_deref(),
+                        include_expired: p.include_expired.unwrap_or(false),
+                        updated_after: p.updated_after.as_deref(),
+                        updated_before: p.updated_before.as_deref(),
+                        order: match p.sort {
+                            None | Some(Sort::Relevance) => Order::Relevance,
+                            Some(Sort::Recent) => Order::Recent,
+                        },
                     },
                     &progress,
                 )
@@ -383,6 +393,9 @@ mod render {
                     e.path, e.size_bytes, e.updated_at
                 ),
             };
+            if e.expired {
+                s.push_str("\t[EXPIRED]");
+            }
             if let Some(t) = &e.kind_tag {
                 let _ = write!(s, "\t[{t}]");
             }
@@ -418,6 +431,9 @@ mod render {
         let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
         for h in &out.hits {
             let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
+            if h.expired {
+                s.push_str(", EXPIRED");
+            }
             match &h.description {
                 Some(d) => {
                     let _ = writeln!(s, ") — {d}");

@@ -34,6 +34,10 @@ pub struct ListEntry {
     pub kind: Option<String>,
     /// Files below a folder.
     pub file_count: Option<u64>,
+    /// Frontmatter `expires` as an RFC 3339 UTC time.
+    pub expires_at: Option<String>,
+    /// That time has passed.
+    pub expired: bool,
 }
 
 #[derive(Debug)]
@@ -247,6 +251,8 @@ impl Memdir {
             description: None,
             kind: None,
             file_count: row.file_count,
+            expires_at: None,
+            expired: false,
         };
         // A folder without files has no newest file: its own time is what it has (not
         // 1970, the time of nothing).
@@ -261,6 +267,8 @@ impl Memdir {
             entry.size_bytes = cur.text.len() as u64;
             entry.content_sha256 = Some(cur.sha256);
             if let Some(fm) = Self::frontmatter(&cur.text) {
+                let expiry = super::Expiry::of_frontmatter(Some(&fm));
+                (entry.expires_at, entry.expired) = (expiry.at, expiry.expired);
                 entry.description = fm.description;
                 entry.kind = fm.kind;
             }

@@ -93,6 +93,10 @@ pub struct ReadResult {
     pub end_line: usize,
     pub updated_at: String,
     pub age_days: u64,
+    /// Frontmatter `expires` (or `expires_at`) as an RFC 3339 UTC time.
+    pub expires_at: Option<String>,
+    /// That time has passed.
+    pub expired: bool,
     /// The selection did not fit the result budget and was cut at `end_line`.
     pub truncated: bool,
     /// `(line, its length, bytes shown)` when one line alone was longer than the budget
@@ -192,6 +196,13 @@ impl Memdir {
         let (start, end) = resolve_range(view_range, total)?;
         let age_days = text::age_days(cur.modified);
         let mut rendered = String::new();
+        let expiry = Expiry::of(&cur.text);
+        if expiry.expired {
+            rendered.push_str(&format!(
+                "Note: this memory expired at {} (its frontmatter `expires`): it is likely out of date. Verify it before relying on it, then update it (with a new `expires`) or delete it.\n",
+                expiry.at.as_deref().unwrap_or_default()
+            ));
+        }
         if age_days >= 1 {
             rendered.push_str(&format!(
                 "Note: this memory was last updated {age_days} day{} ago ({}); it is a point-in-time observation, so verify it before relying on it.\n",
@@ -269,6 +280,8 @@ impl Memdir {
             end_line: last,
             updated_at: text::rfc3339(cur.modified),
             age_days,
+            expires_at: expiry.at,
+            expired: expiry.expired,
             truncated,
             long_line: cut_line,
             rendered,
@@ -304,6 +317,30 @@ impl Memdir {
     /// Frontmatter of a memory's text, for list and search results.
     pub(crate) fn frontmatter(text: &str) -> Option<Frontmatter> {
         frontmatter::parse(text)
+    }
+}
+
+/// A memory's expiry from its frontmatter, as results show it.
+#[derive(Debug, Default)]
+pub(crate) struct Expiry {
+    /// RFC 3339 UTC; `None` without a valid `expires`.
+    pub at: Option<String>,
+    pub expired: bool,
+}
+
+impl Expiry {
+    pub(crate) fn of(text: &str) -> Expiry {
+        Self::of_frontmatter(frontmatter::parse(text).as_ref())
+    }
+
+    pub(crate) fn of_frontmatter(fm: Option<&Frontmatter>) -> Expiry {
+        match fm.and_then(Frontmatter::expires) {
+            Some(secs) => Expiry {
+                at: Some(text::rfc3339_secs(secs)),
+                expired: secs <= text::now_secs(),
+            },
+            None => Expiry::default(),
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 use super::Memdir;
 use super::sync::Progress;
 use crate::error::{Error, Result};
-use crate::index::{Combine, Scope, Stamp};
+use crate::index::{Combine, Order, Scope, Stamp};
 use crate::path::{MemPath, Target};
 use crate::search::{Clause, DocMatch, Query, Scorer, shown_lines};
 use crate::store::EntryKind;
@@ -23,6 +23,13 @@ pub struct SearchRequest<'a> {
     pub kind: Option<&'a str>,
     /// Frontmatter tag that hits must carry.
     pub tag: Option<&'a str>,
+    /// Also show memories whose frontmatter `expires` has passed.
+    pub include_expired: bool,
+    /// Only memories modified at or after this (RFC 3339 date-time or date).
+    pub updated_after: Option<&'a str>,
+    /// Only memories modified before this (RFC 3339 date-time or date).
+    pub updated_before: Option<&'a str>,
+    pub order: Order,
 }
 
 #[derive(Debug, Clone)]
@@ -36,6 +43,9 @@ pub struct SearchHit {
     /// Up to 3 matching lines, numbered.
     pub snippet: String,
     pub description: Option<String>,
+    /// Its frontmatter expiry has passed (shown only with `include_expired`).
+    pub expired: bool,
+    pub updated_at: String,
 }
 
 #[derive(Debug)]
@@ -47,6 +57,12 @@ pub struct SearchResult {
     pub relaxed: bool,
     /// The query went past its bounds: only its first part was searched.
     pub query_cut: bool,
+}
+
+/// Nanoseconds since the epoch, as the index stores a file's modification time.
+fn nanos(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
 
 /// `score` as a share of `best`, the top score of the search, in (0, 1].
@@ -67,7 +83,43 @@ const ATTEMPTS: usize = 3;
 struct Candidate {
     path: MemPath,
     score: f64,
+    /// Modification time, for the most recent first.
+    modified_ns: i64,
     indexed: Option<Stamp>,
+}
+
+/// What every store's matches add up to: how many, the best score, the top candidates.
+#[derive(Default)]
+struct Ranking {
+    total: usize,
+    best: f64,
+    candidates: Vec<Candidate>,
+}
+
+/// A search's filters, as the index and the scan apply them.
+#[derive(Clone, Copy)]
+struct Filters<'a> {
+    kind: Option<&'a str>,
+    tag: Option<&'a str>,
+    live_at: Option<i64>,
+    after_ns: Option<i64>,
+    before_ns: Option<i64>,
+    order: Order,
+}
+
+/// A time filter's value in nanoseconds since the epoch, or an error naming `name`.
+fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
+    raw.map(|r| {
+        text::parse_instant(r)
+            .map(|s| s.saturating_mul(1_000_000_000))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{name} must be a date or an RFC 3339 date-time, e.g. `2026-03-01` or `2026-03-01T09:00:00Z`; got `{}`",
+                    text::head_chars(r, 100)
+                ))
+            })
+    })
+    .transpose()
 }
 
 impl Memdir {
@@ -80,6 +132,14 @@ impl Memdir {
                     text::head_chars(c, 100)
                 ))
             })?,
+        };
+        let filters = Filters {
+            kind: req.kind,
+            tag: req.tag,
+            live_at: (!req.include_expired).then(text::now_secs),
+            after_ns: instant_ns("updated_after", req.updated_after)?,
+            before_ns: instant_ns("updated_before", req.updated_before)?,
+            order: req.order,
         };
         let query = Query::parse(req.query);
         let scopes: Vec<(MemPath, Option<String>)> = match self.target(req.path.unwrap_or("/"))? {
@@ -106,19 +166,29 @@ impl Memdir {
         }
         let need = offset + req.limit;
         for attempt in 0..ATTEMPTS {
-            let (mut total, mut ranked) =
-                self.rank(&query, &scopes, req, Combine::All, need, progress);
-            let relaxed = total == 0 && query.clauses.len() > 1;
+            let mut ranking = self.rank(&query, &scopes, &filters, Combine::All, need, progress);
+            let relaxed = ranking.total == 0 && query.clauses.len() > 1;
             if relaxed {
-                (total, ranked) = self.rank(&query, &scopes, req, Combine::Any, need, progress);
+                ranking = self.rank(&query, &scopes, &filters, Combine::Any, need, progress);
             }
-            ranked.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
-            });
+            let Ranking {
+                total,
+                best,
+                candidates: mut ranked,
+            } = ranking;
+            match req.order {
+                Order::Relevance => ranked.sort_by(|a, b| {
+                    b.score
+                        .total_cmp(&a.score)
+                        .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+                }),
+                Order::Recent => ranked.sort_by(|a, b| {
+                    b.modified_ns
+                        .cmp(&a.modified_ns)
+                        .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+                }),
+            }
             let (mut hits, stale) = self.show(&query, ranked.iter().skip(offset).take(req.limit));
-            let best = ranked.first().map_or(0.0, |c| c.score);
             for hit in &mut hits {
                 hit.score = relative(hit.score, best);
             }
@@ -152,49 +222,55 @@ impl Memdir {
         }
     }
 
-    /// Every scope's matches: the total and the best `need` of each.
+    /// Every scope's matches: the total, the best score, and the top `need` of each.
     fn rank(
         &self,
         query: &Query,
         scopes: &[(MemPath, Option<String>)],
-        req: &SearchRequest,
+        filters: &Filters,
         combine: Combine,
         need: usize,
         progress: Progress,
-    ) -> (usize, Vec<Candidate>) {
-        let mut total = 0;
-        let mut out = Vec::new();
+    ) -> Ranking {
+        let mut out = Ranking::default();
         for (scope, prefix) in scopes {
             let filter = Scope {
                 prefix: prefix.as_deref(),
-                kind: req.kind,
-                tag: req.tag,
+                kind: filters.kind,
+                tag: filters.tag,
+                live_at: filters.live_at,
+                updated_after_ns: filters.after_ns,
+                updated_before_ns: filters.before_ns,
             };
             let indexed = self.with_index(scope.store, progress, |synced| {
                 synced
                     .index
-                    .query(&query.clauses, combine, &filter, 0, need)
+                    .query_page(&query.clauses, combine, &filter, filters.order, 0, need)
             });
             match indexed {
-                Some(Ok((n, rows))) => {
-                    total += n;
-                    out.extend(rows.into_iter().map(|r| Candidate {
-                        path: scope.with_rel(&r.rel),
-                        score: r.score,
-                        indexed: Some(r.stamp),
-                    }));
+                Some(Ok(page)) => {
+                    out.total += page.total;
+                    out.best = out.best.max(page.best);
+                    out.candidates
+                        .extend(page.rows.into_iter().map(|r| Candidate {
+                            path: scope.with_rel(&r.rel),
+                            score: r.score,
+                            modified_ns: r.stamp.mtime_ns,
+                            indexed: Some(r.stamp),
+                        }));
                 }
                 other => {
                     if let Some(Err(e)) = other {
                         tracing::warn!(error = %e, "index query failed; scanning");
                     }
-                    let (n, rows) = self.scan(query, scope, req, combine);
-                    total += n;
-                    out.extend(rows);
+                    let rows = self.scan(query, scope, filters, combine);
+                    out.total += rows.len();
+                    out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
+                    out.candidates.extend(rows);
                 }
             }
         }
-        (total, out)
+        out
     }
 
     /// Reads each hit to show it. Returns the hits and whether any was stale (its file
@@ -234,12 +310,19 @@ impl Memdir {
                 }
                 text::numbered_line(&mut snippet, n, &clip(l, query));
             }
+            let fm = Self::frontmatter(&cur.text);
+            let now = text::now_secs();
             let hit = SearchHit {
                 path: c.path.canonical(),
                 score: c.score,
                 line,
                 snippet,
-                description: Self::frontmatter(&cur.text).and_then(|f| f.description),
+                expired: fm
+                    .as_ref()
+                    .and_then(|f| f.expires())
+                    .is_some_and(|e| e <= now),
+                description: fm.and_then(|f| f.description),
+                updated_at: text::rfc3339(cur.modified),
             };
             used += hit.snippet.len() + hit.path.len() + 100;
             hits.push(hit);
@@ -252,9 +335,9 @@ impl Memdir {
         &self,
         query: &Query,
         scope: &MemPath,
-        req: &SearchRequest,
+        req: &Filters,
         combine: Combine,
-    ) -> (usize, Vec<Candidate>) {
+    ) -> Vec<Candidate> {
         let mut matched = Vec::new();
         let (mut docs, mut total_len) = (0u64, 0u64);
         let mut df = vec![0u32; query.clauses.len()];
@@ -273,6 +356,20 @@ impl Memdir {
             {
                 continue;
             }
+            if let Some(now) = req.live_at
+                && fm
+                    .as_ref()
+                    .and_then(|f| f.expires())
+                    .is_some_and(|e| e <= now)
+            {
+                continue;
+            }
+            let modified_ns = nanos(cur.modified);
+            if req.after_ns.is_some_and(|a| modified_ns < a)
+                || req.before_ns.is_some_and(|b| modified_ns >= b)
+            {
+                continue;
+            }
             let m = DocMatch::of(query, &cur.text);
             docs += 1;
             total_len += m.len as u64;
@@ -284,19 +381,19 @@ impl Memdir {
                 Combine::Any => m.any(),
             };
             if keep {
-                matched.push((path, m));
+                matched.push((path, m, modified_ns));
             }
         }
         let scorer = Scorer::new(&df, docs, total_len);
-        let out: Vec<Candidate> = matched
+        matched
             .into_iter()
-            .map(|(path, m)| Candidate {
+            .map(|(path, m, modified_ns)| Candidate {
                 score: scorer.score(&m),
                 path,
+                modified_ns,
                 indexed: None,
             })
-            .collect();
-        (out.len(), out)
+            .collect()
     }
 
     /// The visible files at or under `scope`.
