@@ -303,6 +303,7 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 limit: *limit,
                 cursor: None,
                 version: *version,
+                ..Default::default()
             })?;
             if let Some(content) = r.content {
                 print!("{content}");
@@ -317,6 +318,7 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                             "operation": format!("{:?}", v.operation).to_lowercase(),
                             "at": v.at, "actor": v.actor, "content_sha256": v.content_sha256,
                             "size_bytes": v.size_bytes, "redacted": v.redacted,
+                            "reason": v.reason,
                         })
                     );
                 } else {
@@ -326,13 +328,14 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                         v.path
                     };
                     println!(
-                        "v{:<6} {}  {:<9} {}  by {}  {} bytes",
+                        "v{:<6} {}  {:<9} {}  by {}  {} bytes{}",
                         v.version,
                         v.at,
                         format!("{:?}", v.operation).to_lowercase(),
                         what,
                         v.actor,
-                        v.size_bytes
+                        v.size_bytes,
+                        v.reason.map(|r| format!("  ({r})")).unwrap_or_default()
                     );
                 }
             }

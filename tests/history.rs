@@ -281,6 +281,16 @@ async fn redaction_erases_content_but_keeps_who_and_when() {
     assert_eq!(redacted["path"], "");
     assert!(redacted["actor"].as_str().unwrap().starts_with("rmcp/"));
     assert!(!redacted["at"].as_str().unwrap().is_empty());
+    // Still listed, marked, in its own path's history (its path is gone, its hash kept).
+    let own = versions(&s.ok("memory_history", json!({"path": "ops.md"})).await);
+    assert_eq!(own.len(), 2, "{own:?}");
+    assert_eq!(own[1]["version"], leaked["version"]);
+    assert_eq!(
+        (own[1]["redacted"].clone(), own[1]["path"].clone()),
+        (json!(true), json!(""))
+    );
+    let other = versions(&s.ok("memory_history", json!({"path": "other.md"})).await);
+    assert!(other.is_empty(), "{other:?}");
     let e = s
         .err(
             "memory_write",
@@ -629,5 +639,91 @@ async fn history_is_read_a_line_at_a_time() {
         .await;
     let peak = peak_rss_mib(s.pid);
     assert!(peak < 30, "peak memory {peak} MiB with a 36 MB log");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn history_filters_by_operation_actor_and_time_and_keeps_a_deletions_reason() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = Server::start(&["--root", &root], &[]).await;
+    for (path, content) in [("a.md", "a1"), ("a.md", "a2"), ("b.md", "b1")] {
+        s.ok("memory_write", json!({"path": path, "content": content}))
+            .await;
+    }
+    let long = "x".repeat(1001);
+    let e = s
+        .err("memory_delete", json!({"path": "b.md", "reason": long}))
+        .await;
+    assert!(e.contains("1001 bytes") && e.contains("1000"), "{e}");
+    assert!(
+        sb.store().join("b.md").exists(),
+        "a refused delete deletes nothing"
+    );
+    let d = s
+        .ok(
+            "memory_delete",
+            json!({"path": "b.md", "reason": "superseded by a.md"}),
+        )
+        .await;
+    // A person's edit, noticed on disk.
+    std::fs::write(sb.store().join("a.md"), "a3 by hand").unwrap();
+    s.ok("memory_history", json!({"path": "a.md"})).await;
+
+    let deleted = s
+        .call("memory_history", json!({"operation": "deleted"}))
+        .await;
+    let v = versions(&deleted.structured);
+    assert_eq!(v.len(), 1, "{v:?}");
+    assert_eq!(v[0]["version"], d["versions"][0]);
+    assert_eq!(v[0]["reason"], "superseded by a.md");
+    assert!(
+        deleted.text.contains("reason: superseded by a.md"),
+        "{}",
+        deleted.text
+    );
+    let modified = versions(
+        &s.ok("memory_history", json!({"operation": "modified"}))
+            .await,
+    );
+    assert_eq!(modified.len(), 2, "{modified:?}");
+    assert!(modified.iter().all(|v| v.get("reason").is_none()));
+    let external = versions(&s.ok("memory_history", json!({"actor": "external"})).await);
+    assert_eq!(external.len(), 1, "{external:?}");
+    assert_eq!(external[0]["path"], "/memories/a.md");
+    // The client's name matches without its version; a name it does not have matches nothing.
+    let by_client = versions(&s.ok("memory_history", json!({"actor": "rmcp"})).await);
+    assert_eq!(by_client.len(), 4, "{by_client:?}");
+    assert!(versions(&s.ok("memory_history", json!({"actor": "rmc"})).await).is_empty());
+
+    let at = |v: &Value| v["at"].as_str().unwrap().to_owned();
+    let everything = versions(&s.ok("memory_history", json!({})).await);
+    assert_eq!(everything.len(), 5);
+    let first = at(everything.last().unwrap());
+    assert!(
+        versions(&s.ok("memory_history", json!({"until": first})).await).is_empty(),
+        "until is exclusive"
+    );
+    assert_eq!(
+        versions(&s.ok("memory_history", json!({"since": first})).await).len(),
+        5
+    );
+    assert_eq!(
+        versions(&s.ok("memory_history", json!({"since": "2999-01-01"})).await).len(),
+        0
+    );
+    let both = versions(
+        &s.ok("memory_history", json!({"path": "a.md", "operation": "created", "since": "2000-01-01", "until": "2999-01-01"}))
+            .await,
+    );
+    assert_eq!(both.len(), 1, "{both:?}");
+    for (args, says) in [
+        (json!({"since": "yesterday"}), "since must be a date"),
+        (json!({"until": "2026-02-30"}), "until must be a date"),
+        (json!({"operation": "edited"}), "operation"),
+    ] {
+        let e = s.err("memory_history", args).await;
+        assert!(e.contains(says), "{e}");
+    }
     s.stop().await;
 }

@@ -55,6 +55,13 @@ pub struct Record {
     pub size: u64,
     #[serde(default)]
     pub redacted: bool,
+    /// Why, as the deleting agent or person said (`memory_delete`'s `reason`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Once redacted: the sha256 of the path it had, so the version stays listed in that
+    /// path's history while the path itself is gone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_sha256: Option<String>,
     /// The content, on the first record of each distinct content (UTF-8 text).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
@@ -79,6 +86,8 @@ impl Record {
             sha256: self.sha256.clone(),
             size: self.size,
             redacted: self.redacted,
+            reason: self.reason.clone(),
+            path_sha256: self.path_sha256.clone(),
             content: None,
             content_base64: None,
         }
@@ -108,6 +117,8 @@ pub struct Draft {
     pub size: u64,
     /// The content, to be stored unless the log already has it.
     pub bytes: Option<Vec<u8>>,
+    /// Why (a deletion's reason).
+    pub reason: Option<String>,
 }
 
 /// What a process knows of the log: the latest record per path, and where the log keeps
@@ -369,6 +380,8 @@ pub fn begin(
                 sha256: d.sha256,
                 size: d.size,
                 redacted: false,
+                reason: d.reason,
+                path_sha256: None,
                 content,
                 content_base64,
             }
@@ -587,6 +600,10 @@ fn rewrite(store: &Store, mut keep: impl FnMut(&Record) -> Keep) -> Result<usize
         match decision {
             Keep::Drop => continue,
             Keep::Redact => {
+                if !r.path.is_empty() {
+                    r.path_sha256 = Some(crate::text::sha256_hex(r.path.as_bytes()));
+                }
+                r.reason = None;
                 r.path.clear();
                 r.from = None;
                 r.sha256.clear();
@@ -743,6 +760,8 @@ mod tests {
             sha256: "ab".repeat(32),
             size: 3,
             redacted: false,
+            reason: Some("obsolete".into()),
+            path_sha256: None,
             content: Some("abc".into()),
             content_base64: None,
         };

@@ -463,7 +463,7 @@ fn delete(m: &Memdir, shown: &str, actor: &str) -> Result<String, String> {
     if at.is_root() {
         return Err(format!("Cannot delete the {} directory itself", at.root));
     }
-    m.delete(&at.canonical, None, actor)
+    m.delete(&at.canonical, None, None, actor)
         .map(|_| format!("Successfully deleted {shown}"))
         .map_err(|e| at.error(e, &format!("The path {shown} does not exist")))
 }

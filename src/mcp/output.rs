@@ -323,7 +323,12 @@ pub struct VersionOut {
     /// The content of this version (for a deletion: the content deleted).
     pub content_sha256: String,
     pub size_bytes: u64,
+    /// The version's content and path were erased (its who and when are kept).
     pub redacted: bool,
+    /// Why, for a deletion made with a `reason`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -359,6 +364,7 @@ impl From<Version> for VersionOut {
             content_sha256: v.content_sha256,
             size_bytes: v.size_bytes,
             redacted: v.redacted,
+            reason: v.reason,
         }
     }
 }

@@ -206,6 +206,12 @@ pub struct DeleteParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
+    /// Why it is deleted, in a sentence (at most 1,000 bytes), e.g. `superseded by
+    /// notes/deploy-v2.md`. Kept in the history with the deletion and shown by
+    /// memory_history.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub reason: Option<String>,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -228,4 +234,46 @@ pub struct HistoryParams {
     #[serde(default)]
     #[schemars(with = "i64", range(min = 1))]
     pub version: Option<i64>,
+    /// Only versions that did this: `created`, `modified`, `renamed` or `deleted`.
+    #[serde(default)]
+    #[schemars(with = "Operation")]
+    pub operation: Option<Operation>,
+    /// Only versions by this actor: a client's name (`claude-code`) or name/version
+    /// (`claude-code/1.2.0`), `cli` (a person at the command line), or `external` (a
+    /// change made outside memdir, noticed on disk).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub actor: Option<String>,
+    /// Only versions made at or after this time: a date (`2026-03-01`, the start of that
+    /// day in UTC) or an RFC 3339 date-time (`2026-03-01T09:00:00Z`).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub since: Option<String>,
+    /// Only versions made before this time (a date or an RFC 3339 date-time).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub until: Option<String>,
+}
+
+/// What a version did, as `memory_history` filters it.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum Operation {
+    Created,
+    Modified,
+    Renamed,
+    Deleted,
+}
+
+impl Operation {
+    pub fn op(self) -> crate::history::Op {
+        use crate::history::Op;
+        match self {
+            Operation::Created => Op::Created,
+            Operation::Modified => Op::Modified,
+            Operation::Renamed => Op::Renamed,
+            Operation::Deleted => Op::Deleted,
+        }
+    }
 }

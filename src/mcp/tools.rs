@@ -7,8 +7,8 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::output::{DeleteOut, EditOut, HistoryOut, ListOut, ReadOut, SearchOut, WriteOut};
 use super::params::{
-    Args, DeleteParams, EditParams, HistoryParams, ListParams, ReadParams, SearchParams, Sort,
-    WriteParams,
+    Args, DeleteParams, EditParams, HistoryParams, ListParams, Operation, ReadParams, SearchParams,
+    Sort, WriteParams,
 };
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
@@ -221,7 +221,14 @@ impl MemdirServer {
     ) -> Result<CallToolResult, ErrorData> {
         let actor = actor(&ctx);
         let result = self
-            .run(move |m| m.delete(&p.path, p.expected_sha256.as_deref(), &actor))
+            .run(move |m| {
+                m.delete(
+                    &p.path,
+                    p.expected_sha256.as_deref(),
+                    p.reason.as_deref(),
+                    &actor,
+                )
+            })
             .await;
         answer(result, |r| {
             let out = DeleteOut::from(r);
@@ -231,8 +238,9 @@ impl MemdirServer {
     }
 
     /// The audit trail: every change to a memory (or to everything under a folder), newest
-    /// first, with operation, time, actor and content hash. With `version`, that version's
-    /// content. Restore one with memory_write {path, restore_version}.
+    /// first, with operation, time, actor, content hash and a deletion's reason; filter by
+    /// operation, actor and time (since/until). With `version`, that version's content.
+    /// Restore one with memory_write {path, restore_version}.
     #[tool(
         input_schema = input::<HistoryParams>(),
         output_schema = output::<HistoryOut>(),
@@ -258,6 +266,10 @@ impl MemdirServer {
                     limit,
                     cursor: p.cursor.as_deref(),
                     version,
+                    operation: p.operation.map(Operation::op),
+                    actor: p.actor.as_deref(),
+                    since: p.since.as_deref(),
+                    until: p.until.as_deref(),
                 })
             })
             .await;
@@ -466,11 +478,15 @@ mod render {
             if let Some(from) = &v.from {
                 let _ = write!(s, " (from {from})");
             }
-            let _ = writeln!(
+            let _ = write!(
                 s,
                 "\tby {}\t{} bytes\tsha256 {}",
                 v.actor, v.size_bytes, v.content_sha256
             );
+            if let Some(reason) = &v.reason {
+                let _ = write!(s, "\treason: {reason}");
+            }
+            s.push('\n');
         }
         if let Some(content) = &out.content {
             let v = &out.versions[0];

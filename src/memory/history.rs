@@ -19,6 +19,68 @@ pub struct HistoryRequest<'a> {
     pub cursor: Option<&'a str>,
     /// Return this version with its content.
     pub version: Option<u64>,
+    /// Only versions that did this.
+    pub operation: Option<Op>,
+    /// Only versions by this actor: its whole name (`claude-code/1.2.0`), or the name
+    /// before the `/` (`claude-code`).
+    pub actor: Option<&'a str>,
+    /// Only versions made at or after this (a date or an RFC 3339 date-time).
+    pub since: Option<&'a str>,
+    /// Only versions made before this (a date or an RFC 3339 date-time).
+    pub until: Option<&'a str>,
+}
+
+/// `memory_history`'s filters, parsed.
+struct Filter<'a> {
+    operation: Option<Op>,
+    actor: Option<&'a str>,
+    since: Option<i64>,
+    until: Option<i64>,
+}
+
+impl<'a> Filter<'a> {
+    fn of(req: &HistoryRequest<'a>) -> Result<Filter<'a>> {
+        let instant = |name: &str, raw: Option<&str>| {
+            raw.map(|r| {
+                crate::text::parse_instant(r).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "{name} must be a date or an RFC 3339 date-time, e.g. `2026-03-01` or `2026-03-01T09:00:00Z`; got `{}`",
+                        crate::text::head_chars(r, 100)
+                    ))
+                })
+            })
+            .transpose()
+        };
+        Ok(Filter {
+            operation: req.operation,
+            actor: req.actor,
+            since: instant("since", req.since)?,
+            until: instant("until", req.until)?,
+        })
+    }
+
+    fn keeps(&self, r: &Record) -> bool {
+        if self.operation.is_some_and(|op| op != r.op) {
+            return false;
+        }
+        if let Some(actor) = self.actor
+            && r.actor != actor
+            && r.actor
+                .split_once('/')
+                .is_none_or(|(name, _)| name != actor)
+        {
+            return false;
+        }
+        if self.since.is_some() || self.until.is_some() {
+            let Some(at) = crate::text::parse_instant(&r.at) else {
+                return false;
+            };
+            if self.since.is_some_and(|s| at < s) || self.until.is_some_and(|u| at >= u) {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 /// One version, as shown.
@@ -34,6 +96,8 @@ pub struct Version {
     pub content_sha256: String,
     pub size_bytes: u64,
     pub redacted: bool,
+    /// Why (a deletion's reason).
+    pub reason: Option<String>,
 }
 
 #[derive(Debug)]
@@ -59,10 +123,14 @@ fn version_line_bytes(v: &Version) -> usize {
         + v.path.len().max("[redacted]".len())
         + v.from.as_ref().map_or(0, |f| f.len() + " (from )".len())
         + v.actor.len()
+        + v.reason
+            .as_ref()
+            .map_or(0, |r| r.len() + "\treason: ".len())
 }
 
 impl Memdir {
     pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
+        let filter = Filter::of(req)?;
         let scopes: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
             Target::AllStores => self
                 .stores()
@@ -111,6 +179,9 @@ impl Memdir {
             }
             let rel = scope.rel();
             let under = format!("{rel}/");
+            // A redacted version has no path, but the hash of the one it had: it stays
+            // listed in that memory's history.
+            let rel_sha = crate::text::sha256_hex(rel.as_bytes());
             // Earlier names of the memories in scope: a history follows renames back.
             let mut earlier: HashSet<String> = HashSet::new();
             let matches = |p: &str, earlier: &HashSet<String>| {
@@ -120,7 +191,8 @@ impl Memdir {
                 let in_scope = matches(&r.path, &earlier);
                 let relevant = in_scope
                     || r.from.as_deref().is_some_and(|f| matches(f, &earlier))
-                    || (r.redacted && rel.is_empty());
+                    || (r.redacted
+                        && (rel.is_empty() || r.path_sha256.as_deref() == Some(&rel_sha)));
                 if in_scope && let Some(from) = &r.from {
                     earlier.insert(from.clone());
                 }
@@ -130,7 +202,7 @@ impl Memdir {
                 {
                     continue;
                 }
-                if relevant {
+                if relevant && filter.keeps(&r) {
                     out.push((scope.store, shown(scope, r)));
                 }
             }
@@ -242,5 +314,6 @@ fn shown(scope: &MemPath, r: Record) -> Version {
         content_sha256: r.sha256,
         size_bytes: r.size,
         redacted: r.redacted,
+        reason: r.reason,
     }
 }

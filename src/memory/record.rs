@@ -169,6 +169,7 @@ impl Recorder<'_> {
                 sha256: sha,
                 size,
                 bytes: bytes.map(<[u8]>::to_vec),
+                reason: None,
             });
         }
         Ok(())

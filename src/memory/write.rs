@@ -13,6 +13,9 @@ use crate::secrets;
 use crate::store::{EntryKind, WriteMode};
 use crate::text;
 
+/// Longest `reason` a deletion keeps, in bytes.
+pub const MAX_REASON_BYTES: usize = 1000;
+
 /// Bytes of the result budget kept for an edit result's text besides its snippet.
 const SNIPPET_NOTE_ROOM: usize = 1024;
 
@@ -227,6 +230,7 @@ impl Memdir {
                 sha256: new_sha.clone(),
                 bytes: None,
                 size: content.len() as u64,
+                reason: None,
             },
             Some(content.as_bytes()),
         )?;
@@ -369,6 +373,7 @@ impl Memdir {
                     sha256: new_sha.clone(),
                     bytes: None,
                     size: new_text.len() as u64,
+                    reason: None,
                 },
                 Some(new_text.as_bytes()),
             )?;
@@ -481,6 +486,7 @@ impl Memdir {
                     sha256: sha.to_owned(),
                     size: bytes.len() as u64,
                     bytes: None,
+                    reason: None,
                 },
                 None,
             )?;
@@ -529,12 +535,23 @@ impl Memdir {
         })
     }
 
+    /// Deletes a memory or a folder; `reason`, if given, is kept in each version made.
     pub fn delete(
         &self,
         raw: &str,
         expected_sha256: Option<&str>,
+        reason: Option<&str>,
         actor: &str,
     ) -> Result<DeleteResult> {
+        if let Some(r) = reason
+            && r.len() > MAX_REASON_BYTES
+        {
+            return Err(Error::InvalidArgument(format!(
+                "reason is {} bytes; at most {MAX_REASON_BYTES} are kept: say why in a sentence",
+                r.len()
+            )));
+        }
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         let p = self.mutable_path(raw)?;
         let expected = expected_sha256.map(normalise_sha).transpose()?;
         let store = self.store(&p);
@@ -575,6 +592,7 @@ impl Memdir {
                             sha256: sha.clone(),
                             size: data.bytes.len() as u64,
                             bytes: None,
+                            reason: reason.map(str::to_owned),
                         },
                         None,
                     )?;
@@ -623,6 +641,7 @@ impl Memdir {
                         sha256: cur.sha256.clone(),
                         size: cur.text.len() as u64,
                         bytes: None,
+                        reason: reason.map(str::to_owned),
                     },
                     None,
                 )?;
