@@ -67,6 +67,37 @@ fn line_count(text: &str) -> usize {
     text.split_inclusive('\n').count()
 }
 
+/// Frontmatter blocks that contents may start with: an expiry long past, one far ahead.
+const EXPIRED: &str = "---\nexpires: 2020-01-01\n---\n";
+const LIVE: &str = "---\nexpires: 2999-01-01\n---\n";
+
+/// Whether a memory has expired, from the README: a frontmatter block (`---` lines) that
+/// is YAML holding `expires` with a past date. Contents are made of words without `:`, so
+/// a non-empty line of the block without one makes it no YAML mapping (not frontmatter);
+/// and edits only ever add words, so no date but the two written is ever valid.
+fn expired(text: &str) -> bool {
+    let Some(rest) = text.strip_prefix("---\n") else {
+        return false;
+    };
+    let mut past = false;
+    for line in rest.split_inclusive('\n') {
+        let line = line.trim_end();
+        if line == "---" {
+            return past;
+        }
+        if line.is_empty() {
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return false;
+        };
+        if key == "expires" {
+            past = value.trim() == "2020-01-01";
+        }
+    }
+    false
+}
+
 fn is_han(c: char) -> bool {
     ('\u{4e00}'..='\u{9fff}').contains(&c)
 }
@@ -177,10 +208,11 @@ enum Op {
         path: Pick,
     },
     /// `word`, or (with `mentioned`) a word that some file mentions at that step, so that
-    /// searches find something as often as not.
+    /// searches find something as often as not; expired memories too with `expired`.
     Search {
         word: String,
         mentioned: Option<Index>,
+        expired: bool,
     },
     /// A new server process on the same store (and index): what it finds on disk and in
     /// the history must be what the previous one left.
@@ -249,13 +281,18 @@ fn line() -> impl Strategy<Value = String> {
 fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         1 => Just(String::new()),
-        6 => (vec(line(), 1..4), any::<bool>()).prop_map(|(lines, newline)| {
-            let mut text = lines.join("\n");
-            if newline {
-                text.push('\n');
-            }
-            text
-        }),
+        6 => (
+            vec(line(), 1..4),
+            any::<bool>(),
+            prop::sample::select(vec!["", "", "", "", EXPIRED, LIVE]),
+        )
+            .prop_map(|(lines, newline, front)| {
+                let mut text = front.to_owned() + &lines.join("\n");
+                if newline {
+                    text.push('\n');
+                }
+                text
+            }),
     ]
 }
 
@@ -340,8 +377,8 @@ fn op() -> impl Strategy<Value = Op> {
                 expect,
             }),
         2 => file().prop_map(|path| Op::Read { path }),
-        3 => (word(), prop::option::of(any::<Index>()))
-            .prop_map(|(word, mentioned)| Op::Search { word, mentioned }),
+        3 => (word(), prop::option::of(any::<Index>()), prop::bool::weighted(0.3))
+            .prop_map(|(word, mentioned, expired)| Op::Search { word, mentioned, expired }),
         1 => Just(Op::Restart),
     ]
 }
@@ -1091,7 +1128,13 @@ impl Run {
                 same(&r["size_bytes"], json!(content.len()), "size_bytes")?;
                 same(&r["total_lines"], json!(line_count(content)), "total_lines")?;
                 same(&r["truncated"], json!(false), "truncated")?;
-                Ok("read".into())
+                let gone = expired(content);
+                same(
+                    &optional(r, "expired"),
+                    json!(gone.then_some(true)),
+                    "expired",
+                )?;
+                Ok(if gone { "read expired" } else { "read" }.into())
             }
             Op::Restart => {
                 // The new process starts before the old one ends: several processes on
@@ -1101,12 +1144,18 @@ impl Run {
                 self.trace.push("(a new server on the same store)".into());
                 Ok("restarted".into())
             }
-            Op::Search { word, mentioned } => {
+            Op::Search {
+                word,
+                mentioned,
+                expired,
+            } => {
                 let word = &self.m.query(word, mentioned.as_ref());
-                let out = self
-                    .call("memory_search", json!({"query": word, "limit": 100}))
-                    .await;
-                self.check_search(word, &out)
+                let mut args = json!({"query": word, "limit": 100});
+                if *expired {
+                    args["include_expired"] = json!(true);
+                }
+                let out = self.call("memory_search", args).await;
+                self.check_search(word, *expired, &out)
             }
         }
     }
@@ -1145,13 +1194,13 @@ impl Run {
         Ok(label.into())
     }
 
-    fn check_search(&self, word: &str, out: &Outcome) -> Step {
+    fn check_search(&self, word: &str, with_expired: bool, out: &Outcome) -> Step {
         let r = succeeded(out)?;
         let want: BTreeSet<String> = self
             .m
             .files
             .iter()
-            .filter(|(_, c)| mentions(c, word))
+            .filter(|(_, c)| mentions(c, word) && (with_expired || !expired(c)))
             .map(|(p, _)| canon(p))
             .collect();
         let hits = r["hits"].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -1173,6 +1222,11 @@ impl Run {
         for h in hits {
             let path = h["path"].as_str().unwrap_or_default();
             let content = &self.m.files[path.strip_prefix("/memories/").unwrap_or(path)];
+            same(
+                &optional(h, "expired"),
+                json!(expired(content).then_some(true)),
+                "expired",
+            )?;
             let lines: Vec<&str> = content.lines().collect();
             let numbered = |n: usize| lines.get(n.wrapping_sub(1)).copied();
             let best = h["line"].as_u64().unwrap_or(0) as usize;
@@ -1194,8 +1248,11 @@ impl Run {
             Some(c) if c.is_ascii() => "ASCII",
             _ => "Cyrillic",
         };
+        let expired_hits = hits.iter().any(|h| h.get("expired").is_some());
         Ok(if hits.is_empty() {
             "nothing found".into()
+        } else if expired_hits {
+            format!("{script} found, expired too")
         } else {
             format!("{script} found")
         })
@@ -1218,6 +1275,25 @@ impl Run {
             entries(r)
         );
         same(&r["total"], json!(files.len()), "total")?;
+        let marked: Vec<&str> = r["entries"]
+            .as_array()
+            .map(Vec::as_slice)
+            .unwrap_or_default()
+            .iter()
+            .filter(|e| e.get("expired").is_some())
+            .filter_map(|e| e["path"].as_str())
+            .collect();
+        let gone: Vec<String> = self
+            .m
+            .files
+            .iter()
+            .filter(|(_, c)| expired(c))
+            .map(|(p, _)| canon(p))
+            .collect();
+        ensure!(
+            marked == gone,
+            "memory_list marks {marked:?} expired, the model {gone:?}"
+        );
 
         let mut tree = files;
         for d in &self.m.dirs {
@@ -1300,12 +1376,55 @@ impl Run {
             json!(got),
             json!(want)
         );
+        // Filtered by operation and actor, the log is the model's, filtered alike.
+        for op in ["created", "modified", "renamed", "deleted"] {
+            let out = self
+                .s
+                .call(
+                    "memory_history",
+                    json!({"path": "/memories/", "limit": 500, "operation": op}),
+                )
+                .await;
+            let r = succeeded(&out)?;
+            let got: Vec<Value> = r["versions"]
+                .as_array()
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+                .iter()
+                .map(|v| v["version"].clone())
+                .collect();
+            let want: Vec<Value> = (1..=self.m.log.len())
+                .rev()
+                .filter(|&v| self.m.log[v - 1].op == op)
+                .map(|v| json!(v))
+                .collect();
+            ensure!(
+                got == want,
+                "memory_history operation {op}: server {got:?}, model {want:?}"
+            );
+        }
+        for (actor, all) in [("rmcp", true), ("external", false), ("cli", false)] {
+            let out = self
+                .s
+                .call(
+                    "memory_history",
+                    json!({"path": "/memories/", "limit": 500, "actor": actor, "since": "2000-01-01"}),
+                )
+                .await;
+            let r = succeeded(&out)?;
+            let n = r["versions"].as_array().map_or(0, Vec::len);
+            let want = if all { self.m.log.len() } else { 0 };
+            ensure!(
+                n == want,
+                "memory_history actor {actor}: server {n} versions, model {want}"
+            );
+        }
         for w in WORDS {
             let out = self
                 .s
                 .call("memory_search", json!({"query": w, "limit": 100}))
                 .await;
-            self.check_search(w, &out)?;
+            self.check_search(w, false, &out)?;
         }
         Ok(())
     }
