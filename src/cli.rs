@@ -284,7 +284,14 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                     cursor: cursor.as_deref(),
                 })?;
                 for e in &page.entries {
-                    println!("{:>10}  {}  {}", e.size_bytes, e.updated_at, e.path);
+                    let name = e.name.as_deref().map(|n| format!("  {n}"));
+                    println!(
+                        "{:>10}  {}  {}{}",
+                        e.size_bytes,
+                        e.updated_at,
+                        e.path,
+                        name.unwrap_or_default()
+                    );
                 }
                 match page.next_cursor {
                     Some(c) => cursor = Some(c),
@@ -376,7 +383,14 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 println!("(no memory has every word; showing partial matches)");
             }
             for h in r.hits {
-                println!("{}  (score {:.2})\n{}\n", h.path, h.score, h.snippet);
+                let name = h.name.as_deref().map(|n| format!("  {n}"));
+                println!(
+                    "{}  (score {:.2}){}\n{}\n",
+                    h.path,
+                    h.score,
+                    name.unwrap_or_default(),
+                    h.snippet
+                );
             }
         }
         Command::Export { store } => {

@@ -259,3 +259,116 @@ async fn subscribers_hear_of_changes_made_by_the_server_and_outside_it() {
     assert!(e.contains("`..`"), "{e}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn the_generated_index_lists_names_within_claude_codes_caps() {
+    // 250 memories with a name and a description: more than 200 lines' worth.
+    let sb = Sandbox::new();
+    for n in 0..250 {
+        std::fs::write(
+            sb.store().join(format!("topic-{n:03}.md")),
+            format!("---\nname: Topic {n}\ndescription: what topic {n} is about\n---\nbody\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        sb.store().join("old.md"),
+        "---\nname: Old fact\nexpires: 2020-01-01\n---\nstale\n",
+    )
+    .unwrap();
+    let s = sb.serve().await;
+    let (index, _) = read(&s, "memory://memories/MEMORY.md").await.unwrap();
+    let lines = index.lines().count();
+    assert!(
+        lines <= 200 && index.len() <= 25 * 1024,
+        "{lines} lines, {} bytes",
+        index.len()
+    );
+    assert!(
+        index.contains("- [Old fact](old.md) (expired)\n"),
+        "{index}"
+    );
+    assert!(
+        index.contains("- [Topic 0](topic-000.md) — what topic 0 is about\n"),
+        "{index}"
+    );
+    let listed = index.lines().filter(|l| l.starts_with("- [")).count();
+    let last = index.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("[{} more memories are not listed", 251 - listed))
+            && last.contains("memory_search")
+            && last.contains(r#"memory_list {"path": "/memories/"}"#),
+        "{last}"
+    );
+
+    // Long descriptions: the 25 KB cap holds first.
+    let wide = Sandbox::new();
+    for n in 0..100 {
+        std::fs::write(
+            wide.store().join(format!("w{n:02}.md")),
+            format!("---\ndescription: {}\n---\n", "d".repeat(600)),
+        )
+        .unwrap();
+    }
+    let w = wide.serve().await;
+    let (index, _) = read(&w, "memory://memories/MEMORY.md").await.unwrap();
+    assert!(index.len() <= 25 * 1024, "{} bytes", index.len());
+    assert!(index.contains("more memories are not listed"), "{index}");
+    w.stop().await;
+
+    // A stored MEMORY.md over the caps is served cut, with a warning line.
+    let stored: String = (1..=300).map(|n| format!("- line {n}\n")).collect();
+    s.ok(
+        "memory_write",
+        json!({"path": "MEMORY.md", "content": stored}),
+    )
+    .await;
+    let (index, _) = read(&s, "memory://memories/MEMORY.md").await.unwrap();
+    assert!(index.lines().count() <= 200, "{index}");
+    assert!(index.starts_with("- line 1\n") && !index.contains("- line 250\n"));
+    assert!(
+        index.contains("[WARNING: MEMORY.md is 300 lines and"),
+        "{index}"
+    );
+    // The file itself is whole.
+    let read_back = s.ok("memory_read", json!({"path": "MEMORY.md"})).await;
+    assert_eq!(read_back["total_lines"], 300);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_memorys_name_is_shown_in_list_and_search() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "deploy.md", "content": "---\nname: Deploy checklist\ndescription: how we ship\n---\nrun cargo release\n"}),
+    )
+    .await;
+    let list = s.call("memory_list", json!({})).await;
+    assert_eq!(list.structured["entries"][0]["name"], "Deploy checklist");
+    assert!(
+        list.text.contains("Deploy checklist:\thow we ship"),
+        "{}",
+        list.text
+    );
+    let found = s.call("memory_search", json!({"query": "release"})).await;
+    assert_eq!(found.structured["hits"][0]["name"], "Deploy checklist");
+    assert!(
+        found.text.contains(") Deploy checklist — how we ship"),
+        "{}",
+        found.text
+    );
+    s.stop().await;
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "--root",
+            sb.store().to_str().unwrap(),
+            "--no-index",
+            "list",
+            "/memories",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("/memories/deploy.md  Deploy checklist"));
+}

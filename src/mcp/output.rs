@@ -30,6 +30,10 @@ pub struct EntryOut {
     #[schemars(with = "String")]
     pub content_sha256: Option<String>,
     pub updated_at: String,
+    /// The memory's frontmatter `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub description: Option<String>,
@@ -152,6 +156,10 @@ pub struct HitOut {
     pub line: u64,
     /// Up to 3 matching lines, numbered like memory_read.
     pub snippet: String,
+    /// The memory's frontmatter `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub description: Option<String>,
@@ -187,6 +195,7 @@ impl From<ListEntry> for EntryOut {
             size_bytes: e.size_bytes,
             content_sha256: e.content_sha256,
             updated_at: e.updated_at,
+            name: e.name,
             description: e.description,
             kind_tag: e.kind,
             file_count: e.file_count,
@@ -276,6 +285,7 @@ impl From<SearchHit> for HitOut {
             score: h.score,
             line: h.line as u64,
             snippet: h.snippet,
+            name: h.name,
             description: h.description,
             updated_at: h.updated_at,
             expired: h.expired,

@@ -411,6 +411,9 @@ mod render {
             if let Some(t) = &e.kind_tag {
                 let _ = write!(s, "\t[{t}]");
             }
+            if let Some(n) = &e.name {
+                let _ = write!(s, "\t{n}:");
+            }
             if let Some(d) = &e.description {
                 let _ = write!(s, "\t{d}");
             }
@@ -446,11 +449,15 @@ mod render {
             if h.expired {
                 s.push_str(", EXPIRED");
             }
+            s.push(')');
+            if let Some(n) = &h.name {
+                let _ = write!(s, " {n}");
+            }
             match &h.description {
                 Some(d) => {
-                    let _ = writeln!(s, ") — {d}");
+                    let _ = writeln!(s, " — {d}");
                 }
-                None => s.push_str(")\n"),
+                None => s.push('\n'),
             }
             s.push_str(&h.snippet);
             s.push('\n');

@@ -30,6 +30,8 @@ pub struct ListEntry {
     pub size_bytes: u64,
     pub content_sha256: Option<String>,
     pub updated_at: String,
+    /// Frontmatter `name`.
+    pub name: Option<String>,
     pub description: Option<String>,
     pub kind: Option<String>,
     /// Files below a folder.
@@ -248,6 +250,7 @@ impl Memdir {
             size_bytes: row.size,
             content_sha256: None,
             updated_at: text::rfc3339(row.modified),
+            name: None,
             description: None,
             kind: None,
             file_count: row.file_count,
@@ -269,6 +272,7 @@ impl Memdir {
             if let Some(fm) = Self::frontmatter(&cur.text) {
                 let expiry = super::Expiry::of_frontmatter(Some(&fm));
                 (entry.expires_at, entry.expired) = (expiry.at, expiry.expired);
+                entry.name = fm.name;
                 entry.description = fm.description;
                 entry.kind = fm.kind;
             }

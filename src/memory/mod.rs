@@ -4,7 +4,7 @@
 //!
 //! Layout: this file holds the shared state and reading; `write` holds every mutation;
 //! `record` records mutations in the history and `history` reads it back;
-//! `list` lists; `search` searches (with `crate::search` for matching and ranking);
+//! `list` lists; `memory_md` renders a store's `MEMORY.md` index; `search` searches (with `crate::search` for matching and ranking);
 //! `sync` keeps the search index in step with the files.
 
 mod archive;
@@ -12,6 +12,7 @@ mod check;
 mod feed;
 mod history;
 mod list;
+mod memory_md;
 mod record;
 mod search;
 mod sync;
@@ -30,6 +31,7 @@ pub use check::StoreCheck;
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListRequest, ListResult, Tree, TreeEntry};
+pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};

@@ -42,6 +42,8 @@ pub struct SearchHit {
     pub line: usize,
     /// Up to 3 matching lines, numbered.
     pub snippet: String,
+    /// Frontmatter `name`.
+    pub name: Option<String>,
     pub description: Option<String>,
     /// Its frontmatter expiry has passed (shown only with `include_expired`).
     pub expired: bool,
@@ -321,6 +323,7 @@ impl Memdir {
                     .as_ref()
                     .and_then(|f| f.expires())
                     .is_some_and(|e| e <= now),
+                name: fm.as_ref().and_then(|f| f.name.clone()),
                 description: fm.and_then(|f| f.description),
                 updated_at: text::rfc3339(cur.modified),
             };
