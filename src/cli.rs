@@ -10,7 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::history::Retention;
 use crate::mcp::ToolSet;
 use crate::memory::{
-    HistoryRequest, IndexLocation, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
+    HistoryRequest, IndexLocation, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest,
+    Settings,
 };
 use crate::store::StoreConfig;
 
@@ -164,6 +165,43 @@ pub enum Command {
         #[arg(long, default_value_t = 10)]
         limit: usize,
     },
+    /// Delete memories whose frontmatter `expires` has passed, each as a version (restore
+    /// one with `restore`); `--dry-run` only lists them.
+    Prune {
+        /// Delete the expired memories (the one kind of pruning there is; required).
+        #[arg(long, required = true)]
+        expired: bool,
+        /// List what would be deleted; change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The store's name (default: the first store).
+        store: Option<String>,
+        /// Print one JSON object per memory instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List memories not updated for a while, oldest first, with name, description and
+    /// age: to keep, update or delete.
+    Review {
+        /// How long without an update: days (`90d`, or `90`) or weeks (`12w`).
+        #[arg(long, default_value = "90d", value_parser = parse_age)]
+        older_than: u64,
+        /// Only under this path.
+        #[arg(default_value = "/")]
+        path: String,
+        /// Print one JSON object per memory instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the generated index (one line per memory from its frontmatter `name` and
+    /// `description`, within 200 lines and 25 KB) to the store's MEMORY.md.
+    Index {
+        /// The store's name (default: the first store).
+        store: Option<String>,
+        /// Print a JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 impl Options {
@@ -282,6 +320,7 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                     depth: *depth,
                     limit: 1000,
                     cursor: cursor.as_deref(),
+                    ..Default::default()
                 })?;
                 for e in &page.entries {
                     let name = e.name.as_deref().map(|n| format!("  {n}"));
@@ -451,6 +490,162 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 bail!("problems found in {failing} store(s)");
             }
         }
+        Command::Prune {
+            dry_run,
+            store,
+            json,
+            ..
+        } => prune(memdir, store.as_deref(), *dry_run, *json)?,
+        Command::Review {
+            older_than,
+            path,
+            json,
+        } => review(memdir, path, *older_than, *json)?,
+        Command::Index { store, json } => index(memdir, store.as_deref(), *json)?,
     }
     Ok(())
+}
+
+/// `memdir prune --expired`.
+fn prune(memdir: &Memdir, store: Option<&str>, dry_run: bool, json: bool) -> anyhow::Result<()> {
+    let pruned = memdir.prune_expired(store, dry_run, "cli")?;
+    for e in &pruned {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "path": e.path, "expires_at": e.expires_at,
+                    "deleted": !dry_run, "version": e.version,
+                })
+            );
+        } else {
+            let what = match e.version {
+                _ if dry_run => "would delete".to_owned(),
+                Some(v) => format!("deleted (version {v})"),
+                None => "deleted".to_owned(),
+            };
+            println!("{what}  {}  expired at {}", e.path, e.expires_at);
+        }
+    }
+    if !json {
+        match (pruned.len(), dry_run) {
+            (0, _) => println!("no expired memories"),
+            (n, true) => println!(
+                "{n} expired memor{} (dry run: nothing deleted)",
+                plural_y(n)
+            ),
+            (n, false) => println!(
+                "{n} expired memor{} deleted; restore one with `memdir restore PATH --version N`",
+                plural_y(n)
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// `memdir review`.
+fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<()> {
+    let mut cursor: Option<String> = None;
+    let mut count = 0;
+    loop {
+        let page = memdir.list(&ListRequest {
+            path: Some(path),
+            limit: 1000,
+            cursor: cursor.as_deref(),
+            older_than_days: Some(days),
+            order: ListOrder::Oldest,
+            ..Default::default()
+        })?;
+        for e in &page.entries {
+            count += 1;
+            let age = crate::text::parse_instant(&e.updated_at)
+                .map_or(0, |t| (crate::text::now_secs() - t).max(0) / 86_400);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "path": e.path, "name": e.name, "description": e.description,
+                        "updated_at": e.updated_at, "age_days": age,
+                        "expired": e.expired, "expires_at": e.expires_at,
+                    })
+                );
+            } else {
+                let about = [e.name.as_deref(), e.description.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .collect::<Vec<_>>()
+                    .join(": ");
+                println!(
+                    "{age:>5} days  {}{}{}",
+                    e.path,
+                    if e.expired { "  [expired]" } else { "" },
+                    if about.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  {about}")
+                    }
+                );
+            }
+        }
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    if !json {
+        println!(
+            "{count} memor{} not updated for {days} days or more: keep, update or delete each",
+            plural_y(count)
+        );
+    }
+    Ok(())
+}
+
+/// `memdir index`.
+fn index(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let (written, index) = memdir.write_index(store, "cli")?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "path": written.path, "listed": index.listed, "left_out": index.left_out,
+                "unchanged": written.unchanged, "version": written.version,
+                "content_sha256": written.content_sha256,
+            })
+        );
+    } else {
+        println!(
+            "{} {}: {} memor{} listed{}",
+            if written.unchanged {
+                "unchanged"
+            } else {
+                "wrote"
+            },
+            written.path,
+            index.listed,
+            plural_y(index.listed),
+            if index.left_out > 0 {
+                format!(", {} left out (200 lines / 25 KB)", index.left_out)
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(())
+}
+
+fn plural_y(n: usize) -> &'static str {
+    if n == 1 { "y" } else { "ies" }
+}
+
+/// `90d`, `90` (days) or `12w` (weeks), as days.
+fn parse_age(s: &str) -> Result<u64, String> {
+    let (number, unit) = match s.strip_suffix(['d', 'w']) {
+        Some(n) => (n, &s[n.len()..]),
+        None => (s, "d"),
+    };
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{s}` is not an age: give days (`90d`) or weeks (`12w`)"))?;
+    Ok(if unit == "w" { n.saturating_mul(7) } else { n })
 }

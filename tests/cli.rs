@@ -362,3 +362,139 @@ fn a_hostile_or_damaged_archive_imports_nothing() {
         assert!(!sb.tmp.path().join("escape.md").exists());
     }
 }
+
+/// Sets a file's modification time to `days` days ago.
+fn age(path: &std::path::Path, days: u64) {
+    let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+#[test]
+fn prune_deletes_expired_memories_as_restorable_versions() {
+    let sb = Sandbox::new();
+    let gone = "---\nname: Freeze\nexpires: 2020-01-01\n---\ncode freeze until Friday\n";
+    std::fs::write(sb.store().join("freeze.md"), gone).unwrap();
+    std::fs::write(
+        sb.store().join("keep.md"),
+        "---\nexpires: 2999-01-01\n---\nstill true\n",
+    )
+    .unwrap();
+    let (ok, out, err) = memdir(&sb, &["prune", "--expired", "--dry-run"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("would delete  /memories/freeze.md  expired at 2020-01-01T00:00:00Z")
+            && !out.contains("keep.md"),
+        "{out}"
+    );
+    assert!(
+        sb.store().join("freeze.md").exists(),
+        "a dry run deletes nothing"
+    );
+    let (ok, _, err) = memdir(&sb, &["prune"]);
+    assert!(!ok && err.contains("--expired"), "{err}");
+
+    let (ok, out, err) = memdir(&sb, &["prune", "--expired", "--json"]);
+    assert!(ok, "{err}");
+    let line: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(line["path"], "/memories/freeze.md");
+    assert_eq!(line["deleted"], true);
+    assert!(!sb.store().join("freeze.md").exists());
+    assert!(sb.store().join("keep.md").exists());
+    let (ok, out, _) = memdir(&sb, &["history", "/memories/freeze.md", "--json"]);
+    assert!(ok);
+    assert!(
+        out.contains("\"reason\":\"expired at 2020-01-01T00:00:00Z (memdir prune --expired)\""),
+        "{out}"
+    );
+    let version = line["version"].as_u64().unwrap() - 1;
+    let (ok, _, err) = memdir(
+        &sb,
+        &[
+            "restore",
+            "/memories/freeze.md",
+            "--version",
+            &version.to_string(),
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("freeze.md")).unwrap(),
+        gone
+    );
+}
+
+#[test]
+fn review_lists_what_is_old_oldest_first_and_memory_list_filters_alike() {
+    let sb = Sandbox::new();
+    for (file, days) in [("fresh.md", 1), ("old.md", 100), ("older.md", 400)] {
+        let path = sb.store().join(file);
+        std::fs::write(
+            &path,
+            format!("---\nname: N {file}\ndescription: d {file}\n---\nx\n"),
+        )
+        .unwrap();
+        age(&path, days);
+    }
+    let (ok, out, err) = memdir(&sb, &["review"]);
+    assert!(ok, "{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].contains("/memories/older.md") && lines[0].contains("N older.md: d older.md"),
+        "{out}"
+    );
+    assert!(lines[0].trim_start().starts_with("400 days"), "{out}");
+    assert!(lines[1].contains("/memories/old.md"), "{out}");
+    assert!(
+        !out.contains("fresh.md") && out.contains("2 memories not updated for 90 days"),
+        "{out}"
+    );
+    let (ok, out, _) = memdir(&sb, &["review", "--older-than", "52w", "--json"]);
+    assert!(ok);
+    let rows: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(
+        (rows[0]["path"].clone(), rows[0]["age_days"].clone()),
+        (
+            serde_json::json!("/memories/older.md"),
+            serde_json::json!(400)
+        )
+    );
+    let (ok, _, err) = memdir(&sb, &["review", "--older-than", "soon"]);
+    assert!(!ok && err.contains("not an age"), "{err}");
+}
+
+#[test]
+fn index_writes_the_generated_memory_md_into_the_store() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.store().join("a.md"),
+        "---\nname: Alpha\ndescription: the first\n---\nx\n",
+    )
+    .unwrap();
+    let (ok, out, err) = memdir(&sb, &["index"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.starts_with("wrote /memories/MEMORY.md: 1 memory listed"),
+        "{out}"
+    );
+    let written = std::fs::read_to_string(sb.store().join("MEMORY.md")).unwrap();
+    assert!(
+        written.contains("- [Alpha](a.md) — the first\n"),
+        "{written}"
+    );
+    let (ok, out, _) = memdir(&sb, &["index", "--json"]);
+    assert!(ok);
+    let r: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (r["unchanged"].clone(), r["listed"].clone()),
+        (serde_json::json!(true), serde_json::json!(1))
+    );
+}

@@ -1095,6 +1095,7 @@ async fn the_memory_protocol_prompt_speaks_of_the_offered_tools_and_the_topic() 
         "Assume interruption",
         "`expires` date in its frontmatter",
         "include_expired: true",
+        "older_than_days 90 and sort `oldest`",
     ] {
         assert!(plain.contains(part), "{part:?} in {plain}");
     }
@@ -1465,5 +1466,69 @@ async fn a_secret_stored_by_someone_else_does_not_block_edits_of_other_lines() {
         )
         .await;
     assert!(clean.get("warning").is_none(), "{clean}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn memory_list_reviews_what_is_old_oldest_first() {
+    let sb = Sandbox::new();
+    let day = 86_400;
+    for (file, days) in [("a.md", 200u64), ("b.md", 3), ("c.md", 120), ("d.md", 120)] {
+        let path = sb.store().join(file);
+        std::fs::write(&path, "x\n").unwrap();
+        let t = std::time::SystemTime::now() - std::time::Duration::from_secs(days * day);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    let s = sb.serve().await;
+    let paths = |r: &Value| -> Vec<String> {
+        r["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["path"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = s
+        .ok(
+            "memory_list",
+            json!({"older_than_days": 90, "sort": "oldest"}),
+        )
+        .await;
+    assert_eq!(
+        paths(&r),
+        ["/memories/a.md", "/memories/c.md", "/memories/d.md"],
+        "{r}"
+    );
+    assert_eq!(r["total"], 3);
+    // Paged one at a time, the same order.
+    let mut seen = Vec::new();
+    let mut cursor = json!(null);
+    loop {
+        let mut args = json!({"older_than_days": 90, "sort": "oldest", "limit": 1});
+        if !cursor.is_null() {
+            args["cursor"] = cursor.clone();
+        }
+        let page = s.ok("memory_list", args).await;
+        seen.extend(paths(&page));
+        match page.get("next_cursor") {
+            Some(c) => cursor = c.clone(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["/memories/a.md", "/memories/c.md", "/memories/d.md"]);
+    let all = s.ok("memory_list", json!({"sort": "oldest"})).await;
+    assert_eq!(paths(&all).last().unwrap(), "/memories/b.md");
+    for bad in [
+        json!({"older_than_days": -1}),
+        json!({"sort": "newest"}),
+        json!({"sort": "oldest", "cursor": "nonsense"}),
+    ] {
+        s.err("memory_list", bad).await;
+    }
     s.stop().await;
 }

@@ -241,7 +241,7 @@ impl MemdirServer {
         ));
         if self.tools.memory_tools() {
             s.push_str(
-                "\n5. Facts go stale: give a memory that holds only for a while an `expires` date in its frontmatter (e.g. `expires: 2026-06-30`). Search leaves expired memories out (include_expired: true shows them); memory_read and memory_list mark them expired. When you meet one, verify it, then update it with a new `expires` or delete it.",
+                "\n5. Facts go stale: give a memory that holds only for a while an `expires` date in its frontmatter (e.g. `expires: 2026-06-30`). Search leaves expired memories out (include_expired: true shows them); memory_read and memory_list mark them expired. When you meet one, verify it, then update it with a new `expires` or delete it (memory_delete takes a `reason`). Now and then review what has not changed for long: memory_list with older_than_days 90 and sort `oldest`; keep, update or delete each.",
             );
             s.push_str(
                 "\nTo change a memory you read, pass its content_sha256 as expected_sha256 so you never overwrite a change you have not seen.",

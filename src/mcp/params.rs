@@ -58,6 +58,24 @@ pub struct ListParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub cursor: Option<String>,
+    /// Only entries not updated for at least this many days (whole days; a folder counts
+    /// by its newest file), e.g. 90 to review what may be out of date.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 0))]
+    pub older_than_days: Option<i64>,
+    /// Order: `path` (default) or `oldest` (least recently updated first).
+    #[serde(default)]
+    #[schemars(with = "ListSort")]
+    pub sort: Option<ListSort>,
+}
+
+/// How list entries are ordered.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum ListSort {
+    Path,
+    Oldest,
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -119,6 +119,7 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
             depth: None,
             limit: PAGE,
             cursor,
+            ..Default::default()
         })
         .map_err(error)?;
     for e in page.entries.into_iter().filter(|e| !e.is_dir) {

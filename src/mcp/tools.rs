@@ -7,15 +7,16 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 
 use super::output::{DeleteOut, EditOut, HistoryOut, ListOut, ReadOut, SearchOut, WriteOut};
 use super::params::{
-    Args, DeleteParams, EditParams, HistoryParams, ListParams, Operation, ReadParams, SearchParams,
-    Sort, WriteParams,
+    Args, DeleteParams, EditParams, HistoryParams, ListParams, ListSort, Operation, ReadParams,
+    SearchParams, Sort, WriteParams,
 };
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
 use crate::error::Error;
 use crate::index::Order;
 use crate::memory::{
-    EditOp, EditRequest, HistoryRequest, ListRequest, RestoreRequest, SearchRequest, WriteRequest,
+    EditOp, EditRequest, HistoryRequest, ListOrder, ListRequest, RestoreRequest, SearchRequest,
+    WriteRequest,
 };
 
 const DEFAULT_LIST_LIMIT: i64 = 200;
@@ -29,7 +30,8 @@ const MAX_HISTORY_LIMIT: i64 = 500;
 impl MemdirServer {
     /// List what is stored: files (recursively) under a folder, or with `depth` the folder
     /// tree a few levels deep. Each entry has its size, update time, content_sha256 and,
-    /// for files with frontmatter, their description and type.
+    /// for files with frontmatter, their name, description, type and expiry. To review
+    /// what may be stale: older_than_days 90 and sort `oldest`.
     #[tool(
         input_schema = input::<ListParams>(),
         output_schema = output::<ListOut>(),
@@ -47,11 +49,24 @@ impl MemdirServer {
                     }
                     d => d.map(|d| d as usize),
                 };
+                let older_than_days = match p.older_than_days {
+                    Some(d) if d < 0 => {
+                        return Err(Error::InvalidArgument(format!(
+                            "older_than_days must be 0 or more (whole days), got {d}"
+                        )));
+                    }
+                    d => d.map(|d| d as u64),
+                };
                 m.list(&ListRequest {
                     path: p.path.as_deref(),
                     depth,
                     limit,
                     cursor: p.cursor.as_deref(),
+                    older_than_days,
+                    order: match p.sort {
+                        None | Some(ListSort::Path) => ListOrder::Path,
+                        Some(ListSort::Oldest) => ListOrder::Oldest,
+                    },
                 })
             })
             .await;

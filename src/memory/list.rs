@@ -19,6 +19,19 @@ pub struct ListRequest<'a> {
     pub depth: Option<usize>,
     pub limit: usize,
     pub cursor: Option<&'a str>,
+    /// Only entries not updated for at least this many days (a folder: its newest file).
+    pub older_than_days: Option<u64>,
+    pub order: ListOrder,
+}
+
+/// How a listing is sorted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// By path.
+    #[default]
+    Path,
+    /// Least recently updated first (ties by path): what to review.
+    Oldest,
 }
 
 /// One listed entry.
@@ -108,9 +121,40 @@ impl Memdir {
             };
             rows.extend(self.rows(start, depth, false)?);
         }
-        rows.sort_by(|a, b| a.canonical.cmp(&b.canonical));
+        if let Some(days) = req.older_than_days {
+            let cutoff = std::time::SystemTime::now()
+                .checked_sub(std::time::Duration::from_secs(days.saturating_mul(86_400)))
+                .unwrap_or(std::time::UNIX_EPOCH);
+            rows.retain(|r| r.modified <= cutoff);
+        }
+        match req.order {
+            ListOrder::Path => rows.sort_by(|a, b| a.canonical.cmp(&b.canonical)),
+            ListOrder::Oldest => rows.sort_by(|a, b| {
+                a.modified
+                    .cmp(&b.modified)
+                    .then_with(|| a.canonical.cmp(&b.canonical))
+            }),
+        }
         let total = rows.len();
-        let after = req.cursor.unwrap_or("");
+        let raw_cursor = req.cursor.unwrap_or("");
+        // Oldest first, a cursor is the last entry's time and path: `<ns>|<path>`.
+        let (after_ns, after) = match req.order {
+            ListOrder::Oldest if !raw_cursor.is_empty() => {
+                let parsed = raw_cursor
+                    .split_once('|')
+                    .and_then(|(ns, p)| Some((ns.parse::<u128>().ok()?, p)));
+                match parsed {
+                    Some((ns, p)) => (ns, p),
+                    None => {
+                        return Err(Error::InvalidArgument(format!(
+                            "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path and sort",
+                            text::head_chars(raw_cursor, 1100)
+                        )));
+                    }
+                }
+            }
+            _ => (0, raw_cursor),
+        };
         // A cursor is the last path of the previous page: it lies in what is listed. An
         // empty one means the first page, as in search and history.
         if !after.is_empty() {
@@ -132,11 +176,23 @@ impl Memdir {
         let mut entries = Vec::new();
         let mut used = 0usize;
         let mut next_cursor = None;
-        for row in rows.iter().filter(|r| r.canonical.as_str() > after) {
+        let past = |r: &Row| match req.order {
+            ListOrder::Path => r.canonical.as_str() > after,
+            ListOrder::Oldest => {
+                raw_cursor.is_empty()
+                    || (nanos(r.modified), r.canonical.as_str()) > (after_ns, after)
+            }
+        };
+        let mut last: Option<&Row> = None;
+        for row in rows.iter().filter(|r| past(r)) {
             if entries.len() == req.limit || used > self.settings.result_budget {
-                next_cursor = entries.last().map(|e: &ListEntry| e.path.clone());
+                next_cursor = last.map(|r| match req.order {
+                    ListOrder::Path => r.canonical.clone(),
+                    ListOrder::Oldest => format!("{}|{}", nanos(r.modified), r.canonical),
+                });
                 break;
             }
+            last = Some(row);
             let entry = self.entry(row);
             used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
             entries.push(entry);
@@ -279,6 +335,12 @@ impl Memdir {
         }
         entry
     }
+}
+
+/// Nanoseconds since the epoch (0 before it).
+fn nanos(t: std::time::SystemTime) -> u128 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// Files, bytes and newest change below each folder of a walk that starts `base` segments

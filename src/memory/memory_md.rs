@@ -56,6 +56,7 @@ impl Memdir {
                 depth: None,
                 limit: PAGE,
                 cursor: cursor.as_deref(),
+                ..Default::default()
             })?;
             for e in page.entries.iter().filter(|e| !e.is_dir) {
                 let rel = e.path.strip_prefix(&format!("{store}/")).unwrap_or(&e.path);

@@ -16,6 +16,7 @@ mod memory_md;
 mod record;
 mod search;
 mod sync;
+mod upkeep;
 mod write;
 
 use std::time::SystemTime;
@@ -30,11 +31,12 @@ pub use archive::ArchiveSummary;
 pub use check::StoreCheck;
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
-pub use list::{ListEntry, ListRequest, ListResult, Tree, TreeEntry};
+pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};
+pub use upkeep::Expired;
 pub use write::{
     DeleteResult, EditOp, EditRequest, EditResult, RestoreRequest, WriteRequest, WriteResult,
 };
