@@ -727,3 +727,95 @@ async fn history_filters_by_operation_actor_and_time_and_keeps_a_deletions_reaso
     }
     s.stop().await;
 }
+
+#[tokio::test]
+async fn an_edit_made_outside_memdir_is_recorded_when_any_process_notices_it() {
+    // A person edits a memory in an editor, then deletes it by hand: both are in the
+    // history, noticed by a search of a process that never touched the file.
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let writer = Server::start(&["--root", &root], &[]).await;
+    writer
+        .ok(
+            "memory_write",
+            json!({"path": "plan.md", "content": "v1 deploy\n"}),
+        )
+        .await;
+    let watcher = Server::start(&["--root", &root], &[]).await;
+    // Its first search reconciles and starts watching.
+    watcher
+        .ok("memory_search", json!({"query": "deploy"}))
+        .await;
+    std::fs::write(sb.store().join("plan.md"), "v2 deploy, edited by hand\n").unwrap();
+    std::fs::write(sb.store().join("new.md"), "a note made by hand\n").unwrap();
+    watcher
+        .ok("memory_search", json!({"query": "deploy"}))
+        .await;
+    std::fs::remove_file(sb.store().join("plan.md")).unwrap();
+    watcher
+        .ok("memory_search", json!({"query": "deploy"}))
+        .await;
+
+    let plan = versions(
+        &writer
+            .ok("memory_history", json!({"path": "plan.md"}))
+            .await,
+    );
+    let ops: Vec<(&str, &str)> = plan
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["actor"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("deleted", "external"),
+            ("modified", "external"),
+            ("created", ops[2].1)
+        ],
+        "{plan:?}"
+    );
+    assert_eq!(
+        plan[1]["content_sha256"],
+        sha256_hex(b"v2 deploy, edited by hand\n")
+    );
+    // The hand-made edit can be restored although the file is gone.
+    writer
+        .ok(
+            "memory_write",
+            json!({"path": "plan.md", "restore_version": plan[1]["version"]}),
+        )
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("plan.md")).unwrap(),
+        "v2 deploy, edited by hand\n"
+    );
+    let new = versions(&writer.ok("memory_history", json!({"path": "new.md"})).await);
+    assert_eq!(
+        (new.len(), new[0]["actor"].clone()),
+        (1, json!("external")),
+        "{new:?}"
+    );
+    // The watcher's own writes are not taken for outside changes.
+    watcher
+        .ok(
+            "memory_write",
+            json!({"path": "own.md", "content": "deploy mine\n"}),
+        )
+        .await;
+    watcher
+        .ok("memory_search", json!({"query": "deploy"}))
+        .await;
+    let external = versions(
+        &writer
+            .ok("memory_history", json!({"actor": "external"}))
+            .await,
+    );
+    assert_eq!(external.len(), 3, "{external:?}");
+    watcher.stop().await;
+    writer.stop().await;
+}

@@ -271,6 +271,63 @@ impl Memdir {
         })
     }
 
+    /// Records, as `external`, the changes among `rels` (files of store `i` that its
+    /// index found changed) that the history does not know: a person's edit is kept as
+    /// soon as any process notices it, not only at the next mutation of that file.
+    /// Most changes are this process's own writes, which its history already holds:
+    /// those are told apart without the store lock.
+    pub(crate) fn notice_external(&self, i: usize, rels: Vec<String>) {
+        let store = &self.stores()[i];
+        if !self.settings.history || store.read_only || rels.is_empty() {
+            return;
+        }
+        let root = MemPath::root(i, &store.name);
+        let unknown: Vec<String> = {
+            let heads = self.heads[i].lock().unwrap_or_else(|e| e.into_inner());
+            rels.into_iter()
+                .filter(|rel| !rel.split('/').any(crate::store::hidden_name))
+                .filter(|rel| {
+                    let Ok(current) = self.current(&root.with_rel(rel)) else {
+                        return false;
+                    };
+                    match (heads.head(rel), current) {
+                        (Some(h), Some(c)) => h.op == Op::Deleted || h.sha256 != c.sha256,
+                        (Some(h), None) => h.op != Op::Deleted,
+                        (None, Some(_)) => true,
+                        (None, None) => false,
+                    }
+                })
+                .collect()
+        };
+        if unknown.is_empty() {
+            return;
+        }
+        let noticed = (|| {
+            let mut rec = self.recorder(&root)?;
+            for rel in &unknown {
+                // Read again under the lock: the state may have changed meanwhile.
+                let current = self.current(&root.with_rel(rel)).ok().flatten();
+                rec.note_current(
+                    rel,
+                    current
+                        .as_ref()
+                        .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
+                )?;
+            }
+            rec.begin()?;
+            rec.commit();
+            Ok::<_, Error>(())
+        })();
+        match noticed {
+            Ok(()) => {
+                tracing::info!(store = %store.name, files = unknown.len(), "recorded changes made outside memdir")
+            }
+            Err(e) => {
+                tracing::warn!(store = %store.name, error = %e, "could not record changes made outside memdir")
+            }
+        }
+    }
+
     /// Records, as `external`, a state of memory `p` that its history does not know.
     fn notice(&self, p: &MemPath) -> Result<()> {
         let current = match self.current(p) {

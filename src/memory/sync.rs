@@ -163,7 +163,11 @@ impl Memdir {
         };
         let store = &self.stores()[i];
         let root = MemPath::root(i, &store.name);
-        let result = if !synced.reconciled {
+        // What changed, and whether it changed while this process was watching: the first
+        // reconcile of a process compares with an index that may be days old (or new, and
+        // empty), and may race the start-up of an editor's write, so what it finds is left
+        // for the next mutation of each file to notice, as before.
+        let (result, seen_live) = if !synced.reconciled {
             // Watch first, so changes made during the walk are queued, not lost.
             synced.watcher = Watcher::new().ok().map(|mut w| {
                 store.watch_tree(&mut w, &root);
@@ -171,27 +175,38 @@ impl Memdir {
             });
             let done = reconcile(store, &synced.index, &root, progress);
             synced.reconciled = done.is_ok();
-            done
+            (done, false)
         } else {
             match synced.watcher.as_mut() {
                 Some(watcher) => {
                     let changes = watcher.drain(store, &root);
                     if changes.overflow {
-                        reconcile(store, &synced.index, &root, progress)
+                        (reconcile(store, &synced.index, &root, progress), true)
                     } else {
-                        sync_paths(store, &synced.index, &changes.paths, progress)
+                        (
+                            sync_paths(store, &synced.index, &changes.paths, progress),
+                            true,
+                        )
                     }
                 }
                 // No change notification on this system: a stat walk per search.
-                None => reconcile(store, &synced.index, &root, progress),
+                None => (reconcile(store, &synced.index, &root, progress), true),
             }
         };
-        if let Err(e) = result {
-            tracing::warn!(store = %store.name, error = %e, "search index update failed; searching by scan");
-            *slot = Slot::Unavailable;
-            return None;
+        let changed = match result {
+            Ok(changed) => changed,
+            Err(e) => {
+                tracing::warn!(store = %store.name, error = %e, "search index update failed; searching by scan");
+                *slot = Slot::Unavailable;
+                return None;
+            }
+        };
+        let out = f(synced);
+        drop(slot);
+        if seen_live {
+            self.notice_external(i, changed);
         }
-        Some(f(synced))
+        Some(out)
     }
 
     /// Re-syncs one path of store `i` with its index (a hit found stale by a search).
@@ -270,7 +285,7 @@ impl Memdir {
             Change::Tree => Ok(()),
         });
         if matches!(change, Change::Tree)
-            && let Err(e) = reconcile(self.store(p), &synced.index, p, &|_, _| {})
+            && let Err(e) = reconcile(self.store(p), &synced.index, p, &|_, _| {}).map(drop)
         {
             tracing::warn!(error = %e, "search index update failed; the next search re-syncs");
         }
@@ -300,8 +315,14 @@ fn user_cache_dir() -> Option<PathBuf> {
     Some(base.join("memdir"))
 }
 
-/// Makes the index agree with the files at or below folder `scope`.
-fn reconcile(store: &Store, index: &Index, scope: &MemPath, progress: Progress) -> IndexResult<()> {
+/// Makes the index agree with the files at or below folder `scope`; returns the paths
+/// (relative to the store) of the files it found changed, new or gone.
+fn reconcile(
+    store: &Store,
+    index: &Index,
+    scope: &MemPath,
+    progress: Progress,
+) -> IndexResult<Vec<String>> {
     let files: HashMap<String, Stamp> = match store.walk(scope, None) {
         Ok(entries) => entries
             .into_iter()
@@ -351,7 +372,7 @@ fn reconcile(store: &Store, index: &Index, scope: &MemPath, progress: Progress) 
         })?;
         progress(((n * BATCH + chunk.len()) as u64).min(total), total);
     }
-    Ok(())
+    Ok(stale.into_iter().chain(gone).cloned().collect())
 }
 
 /// One change of the index that a synced path needs.
@@ -374,28 +395,36 @@ fn sync_paths(
     index: &Index,
     paths: &[MemPath],
     progress: Progress,
-) -> IndexResult<()> {
+) -> IndexResult<Vec<String>> {
     let mut steps = Vec::new();
+    let mut changed = Vec::new();
     for p in paths {
         match store.metadata(p) {
-            Ok(Some(m)) if m.kind == EntryKind::Dir => reconcile(store, index, p, progress)?,
+            Ok(Some(m)) if m.kind == EntryKind::Dir => {
+                changed.extend(reconcile(store, index, p, progress)?)
+            }
             Ok(Some(m)) if m.kind == EntryKind::File => {
                 let rel = p.rel();
                 if index.stamp(&rel)? == Some(m.stamp) {
                     continue;
                 }
+                changed.push(rel.clone());
                 steps.push(match read_text(store, p) {
                     Some((text, stamp)) => Step::Upsert { rel, text, stamp },
                     None => Step::Remove(rel),
                 });
             }
-            _ => steps.push(Step::RemoveTree(p.rel())),
+            _ => {
+                changed.push(p.rel());
+                steps.push(Step::RemoveTree(p.rel()))
+            }
         }
         if steps.len() >= BATCH {
             apply(index, std::mem::take(&mut steps))?;
         }
     }
-    apply(index, steps)
+    apply(index, steps)?;
+    Ok(changed)
 }
 
 fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
