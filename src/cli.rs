@@ -104,9 +104,17 @@ pub enum Command {
         /// Levels to show (default: every file, recursively).
         #[arg(long)]
         depth: Option<usize>,
+        /// Print one JSON object per entry instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Print one memory with numbered lines.
-    Read { path: String },
+    Read {
+        path: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Show the versions of a memory (or of everything under a folder), newest first.
     History {
         #[arg(default_value = "/")]
@@ -126,6 +134,9 @@ pub enum Command {
         path: String,
         #[arg(long)]
         version: u64,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Erase a version's content and path from the history, keeping who and when. The
     /// content leaves the disk unless another kept version holds the same bytes.
@@ -134,6 +145,9 @@ pub enum Command {
         version: u64,
         /// The store's name (default: the first store).
         store: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Verify each store: files the tools refuse (FIFOs, hard links, symlinks out of the
     /// store, names no path can spell), the history log (every line a record, every
@@ -155,6 +169,9 @@ pub enum Command {
     Import {
         /// The store's name (default: the first store).
         store: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Search memory contents.
     Search {
@@ -164,6 +181,9 @@ pub enum Command {
         path: Option<String>,
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Print one JSON object per hit instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete memories whose frontmatter `expires` has passed, each as a version (restore
     /// one with `restore`); `--dry-run` only lists them.
@@ -312,7 +332,7 @@ fn check_store_name(name: &str) -> anyhow::Result<()> {
 pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
     match command {
         Command::Serve => unreachable!("serve is handled by main"),
-        Command::List { path, depth } => {
+        Command::List { path, depth, json } => {
             let mut cursor: Option<String> = None;
             loop {
                 let page = memdir.list(&ListRequest {
@@ -323,6 +343,20 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                     ..Default::default()
                 })?;
                 for e in &page.entries {
+                    if *json {
+                        println!(
+                            "{}",
+                            serde_json::json!({
+                                "path": e.path, "kind": if e.is_dir { "dir" } else { "file" },
+                                "size_bytes": e.size_bytes, "content_sha256": e.content_sha256,
+                                "updated_at": e.updated_at, "name": e.name,
+                                "description": e.description, "type": e.kind,
+                                "file_count": e.file_count, "expires_at": e.expires_at,
+                                "expired": e.expired,
+                            })
+                        );
+                        continue;
+                    }
                     let name = e.name.as_deref().map(|n| format!("  {n}"));
                     println!(
                         "{:>10}  {}  {}{}",
@@ -386,7 +420,11 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 }
             }
         }
-        Command::Restore { path, version } => {
+        Command::Restore {
+            path,
+            version,
+            json,
+        } => {
             let r = memdir.restore(&RestoreRequest {
                 path,
                 version: *version,
@@ -394,21 +432,59 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 expected_sha256: None,
                 actor: "cli",
             })?;
-            println!(
-                "restored version {version} at {} (now version {})",
-                r.path,
-                r.version.map_or("unchanged".into(), |v| v.to_string())
-            );
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "path": r.path, "restored": version, "version": r.version,
+                        "unchanged": r.unchanged, "content_sha256": r.content_sha256,
+                    })
+                );
+            } else {
+                println!(
+                    "restored version {version} at {} (now version {})",
+                    r.path,
+                    r.version.map_or("unchanged".into(), |v| v.to_string())
+                );
+            }
         }
-        Command::Redact { version, store } => {
+        Command::Redact {
+            version,
+            store,
+            json,
+        } => {
             let r = memdir.redact(store.as_deref(), *version)?;
-            println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::json!({"redacted": r.version, "at": r.at, "actor": r.actor})
+                );
+            } else {
+                println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
+            }
         }
-        Command::Read { path } => {
+        Command::Read { path, json } => {
             let r = memdir.read(path, None)?;
-            println!("{}", r.rendered);
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "path": r.path, "content": r.content, "content_sha256": r.content_sha256,
+                        "size_bytes": r.size_bytes, "total_lines": r.total_lines,
+                        "updated_at": r.updated_at, "age_days": r.age_days,
+                        "expires_at": r.expires_at, "expired": r.expired,
+                    })
+                );
+            } else {
+                println!("{}", r.rendered);
+            }
         }
-        Command::Search { query, path, limit } => {
+        Command::Search {
+            query,
+            path,
+            limit,
+            json,
+        } => {
             let r = memdir.search(
                 &SearchRequest {
                     query,
@@ -418,10 +494,22 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 },
                 &|_, _| {},
             )?;
-            if r.relaxed {
+            if r.relaxed && !*json {
                 println!("(no memory has every word; showing partial matches)");
             }
             for h in r.hits {
+                if *json {
+                    println!(
+                        "{}",
+                        serde_json::json!({
+                            "path": h.path, "score": h.score, "line": h.line,
+                            "snippet": h.snippet, "name": h.name,
+                            "description": h.description, "updated_at": h.updated_at,
+                            "expired": h.expired, "relaxed": r.relaxed,
+                        })
+                    );
+                    continue;
+                }
                 let name = h.name.as_deref().map(|n| format!("  {n}"));
                 println!(
                     "{}  (score {:.2}){}\n{}\n",
@@ -444,12 +532,19 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 eprintln!("left out {skipped}");
             }
         }
-        Command::Import { store } => {
+        Command::Import { store, json } => {
             let summary = memdir.import(store.as_deref(), &mut std::io::stdin().lock())?;
-            println!(
-                "imported {} memories and {} versions",
-                summary.files, summary.versions
-            );
+            if *json {
+                println!(
+                    "{}",
+                    serde_json::json!({"files": summary.files, "versions": summary.versions})
+                );
+            } else {
+                println!(
+                    "imported {} memories and {} versions",
+                    summary.files, summary.versions
+                );
+            }
         }
         Command::Check { json } => {
             let checks = memdir.check();

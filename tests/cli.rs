@@ -498,3 +498,32 @@ fn index_writes_the_generated_memory_md_into_the_store() {
         (serde_json::json!(true), serde_json::json!(1))
     );
 }
+
+#[test]
+fn subcommands_that_print_results_take_json() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.store().join("a.md"),
+        "---\nname: Alpha\n---\ncargo build\n",
+    )
+    .unwrap();
+    for (args, key, want) in [
+        (vec!["list", "--json"], "name", serde_json::json!("Alpha")),
+        (
+            vec!["read", "a.md", "--json"],
+            "total_lines",
+            serde_json::json!(4),
+        ),
+        (
+            vec!["search", "cargo", "--json"],
+            "path",
+            serde_json::json!("/memories/a.md"),
+        ),
+    ] {
+        let (ok, out, err) = memdir(&sb, &args);
+        assert!(ok, "{args:?}: {err}");
+        let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap())
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
+        assert_eq!(first[key], want, "{args:?}: {out}");
+    }
+}
