@@ -329,7 +329,13 @@ impl App {
             match framing::decode(framing::trim(&bytes)) {
                 Ok(Some(message)) => note(&message, access),
                 Ok(None) => return empty(StatusCode::ACCEPTED),
-                Err((id, code, message)) => return rpc_error(id, code, &message),
+                // The stdio transport's words, for a body instead of a line.
+                Err((id, code, message)) => {
+                    let message = message
+                        .replace("per line", "per request")
+                        .replace("the line is not JSON", "the body is not JSON");
+                    return rpc_error(id, code, &message);
+                }
             }
             bytes
         } else {
