@@ -922,3 +922,65 @@ fn unsafe_configurations_are_refused_at_start_up() {
         assert!(!stderr.contains(ALICE), "{args:?}: the token was printed");
     }
 }
+
+#[tokio::test]
+async fn a_listen_stream_over_http_carries_changes_made_by_another_client() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let tokens = tokens_file(sb.tmp.path());
+    let server =
+        HttpServer::start(&["--root", store.to_str().unwrap()], &["--tokens", &tokens]).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"}
+    });
+    let listen = json!({
+        "jsonrpc": "2.0", "id": 9, "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {
+            "resourcesListChanged": true,
+            "resourceSubscriptions": ["memory://memories/watched.md"]}}
+    });
+    let mut stream = reqwest::Client::new()
+        .post(server.url())
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", "subscriptions/listen")
+        .header("Authorization", format!("Bearer {ALICE}"))
+        .body(listen.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200, "{:?}", stream.headers());
+    // Reads the event stream until `needle` has arrived (at most 20 s).
+    let mut seen = String::new();
+    let mut until = async |needle: &str, seen: &mut String| {
+        tokio::time::timeout(Duration::from_secs(20), async {
+            while !seen.contains(needle) {
+                let chunk = stream
+                    .chunk()
+                    .await
+                    .unwrap()
+                    .expect("the stream stays open");
+                seen.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("no {needle:?} in the stream: {seen}"));
+    };
+    until("notifications/subscriptions/acknowledged", &mut seen).await;
+    let writer = server.client(Some(BOB)).await;
+    writer
+        .ok(
+            "memory_write",
+            json!({"path": "/memories/watched.md", "content": "changed\n"}),
+        )
+        .await;
+    until("notifications/resources/updated", &mut seen).await;
+    let updated = seen.split("notifications/resources/updated").nth(1).unwrap();
+    assert!(updated.contains("memory://memories/watched.md"), "{seen}");
+    until("notifications/resources/list_changed", &mut seen).await;
+    // SIGTERM ends the stream, and the server exits.
+    server.terminate().await;
+}

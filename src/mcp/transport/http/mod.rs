@@ -49,6 +49,9 @@ use crate::memory::Memdir;
 const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reading a request's body once its headers arrived.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
+/// holds a connection, watches and a polling task.
+const MAX_LISTENS: usize = 256;
 /// How long shutdown waits for in-flight calls before it exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -134,6 +137,7 @@ pub async fn serve_http(
         tokens: tokens.clone(),
         max_body: options.max_body_bytes,
         draining: AtomicBool::new(false),
+        listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
     });
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
@@ -246,6 +250,7 @@ struct App {
     tokens: Option<TokenFile>,
     max_body: usize,
     draining: AtomicBool,
+    listens: Arc<tokio::sync::Semaphore>,
 }
 
 /// What the access log says of one request.
@@ -321,13 +326,29 @@ impl App {
         if let Some(name) = identity {
             parts.extensions.insert(Identity(name));
         }
+        let mut listen_permit = None;
         let body = if parts.method == Method::POST {
             let bytes = match self.read_body(&parts, body).await {
                 Ok(bytes) => bytes,
                 Err(response) => return response,
             };
             match framing::decode(framing::trim(&bytes)) {
-                Ok(Some(message)) => note(&message, access),
+                Ok(Some(message)) => {
+                    note(&message, access);
+                    if is_listen(&message) {
+                        match Arc::clone(&self.listens).try_acquire_owned() {
+                            Ok(permit) => listen_permit = Some(permit),
+                            Err(_) => {
+                                return text(
+                                    StatusCode::TOO_MANY_REQUESTS,
+                                    &format!(
+                                        "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
                 Ok(None) => return empty(StatusCode::ACCEPTED),
                 // The stdio transport's words, for a body instead of a line.
                 Err((id, code, message)) => {
@@ -343,7 +364,18 @@ impl App {
             Bytes::new()
         };
         let request = Request::from_parts(parts, Full::new(body));
-        self.mcp.handle(request).await
+        let response = self.mcp.handle(request).await;
+        match listen_permit {
+            // The stream counts until its body is dropped (ended, or the client gone).
+            Some(permit) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _held = &permit;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
+        }
     }
 
     /// The request body, at most `max_body` bytes, read within `BODY_TIMEOUT`.
@@ -396,6 +428,11 @@ fn note(message: &ClientJsonRpcMessage, access: &mut Access) {
             access.tool = Some(crate::text::head_chars(&call.params.name, 60));
         }
     }
+}
+
+fn is_listen(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(r)
+        if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)))
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header (scheme case-insensitive).
