@@ -301,3 +301,110 @@ fn no_hard_links(e: &io::Error) -> bool {
 fn already_exists() -> io::Error {
     io::Error::new(ErrorKind::AlreadyExists, "the destination exists")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What is at a name before a create-only rename, or after it.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum At {
+        Nothing,
+        File(&'static str),
+        EmptyFolder,
+        Folder(&'static str),
+        Symlink,
+    }
+
+    fn make(dir: &Dir, name: &str, what: At) {
+        match what {
+            At::Nothing => {}
+            At::File(text) => dir.write(name, text).unwrap(),
+            At::EmptyFolder => dir.create_dir(name).unwrap(),
+            At::Folder(text) => {
+                dir.create_dir(name).unwrap();
+                dir.write(format!("{name}/inner.md"), text).unwrap();
+            }
+            At::Symlink => {
+                #[cfg(unix)]
+                dir.symlink("dangling-target", name).unwrap();
+            }
+        }
+    }
+
+    fn seen(dir: &Dir, name: &str) -> At {
+        let Ok(meta) = dir.symlink_metadata(name) else {
+            return At::Nothing;
+        };
+        if meta.is_symlink() {
+            return At::Symlink;
+        }
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        if meta.is_dir() {
+            return match dir.read_to_string(format!("{name}/inner.md")) {
+                Ok(text) => At::Folder(leak(text)),
+                Err(_) => At::EmptyFolder,
+            };
+        }
+        assert_eq!(nlink(&meta), 1, "{name} is left with one link");
+        At::File(leak(dir.read_to_string(name).unwrap()))
+    }
+
+    /// Renames `from` onto `to` (made as given) with `rename`, in folders `a/` and `b/`,
+    /// and checks what each name holds afterwards and whether it was refused.
+    fn check(
+        rename: fn(&Dir, &str, &Dir, &str) -> io::Result<()>,
+        from: At,
+        to: At,
+        expect_refused: bool,
+    ) {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = Dir::open_ambient_dir(tmp.path(), cap_std::ambient_authority()).unwrap();
+        root.create_dir("a").unwrap();
+        root.create_dir("b").unwrap();
+        let a = root.open_dir("a").unwrap();
+        let b = root.open_dir("b").unwrap();
+        make(&a, "x", from);
+        make(&b, "y", to);
+        let result = rename(&a, "x", &b, "y");
+        let case = format!("{from:?} onto {to:?}: {result:?}");
+        if expect_refused {
+            let e = result.expect_err(&case);
+            assert_eq!(e.kind(), ErrorKind::AlreadyExists, "{case}");
+            assert_eq!(seen(&a, "x"), from, "{case}: the source is untouched");
+            assert_eq!(seen(&b, "y"), to, "{case}: the destination is untouched");
+        } else {
+            result.expect(&case);
+            assert_eq!(seen(&a, "x"), At::Nothing, "{case}: the old name is gone");
+            assert_eq!(seen(&b, "y"), from, "{case}: the new name has it");
+        }
+    }
+
+    /// Every create-only rename: the one this build uses, and the portable one (which
+    /// Linux also takes where `RENAME_NOREPLACE` is refused).
+    #[test]
+    fn a_create_only_rename_never_replaces_anything() {
+        let cases = [
+            (At::File("new"), At::Nothing, false),
+            (At::File("new"), At::File("old"), true),
+            (At::File("new"), At::EmptyFolder, true),
+            (At::File("new"), At::Folder("old"), true),
+            (At::Folder("new"), At::Nothing, false),
+            (At::EmptyFolder, At::Nothing, false),
+            // rename(2) alone would replace an empty folder.
+            (At::Folder("new"), At::EmptyFolder, true),
+            (At::Folder("new"), At::Folder("old"), true),
+            (At::Folder("new"), At::File("old"), true),
+        ];
+        #[cfg(unix)]
+        let cases = cases.into_iter().chain([
+            (At::Symlink, At::Nothing, false),
+            (At::File("new"), At::Symlink, true),
+            (At::Folder("new"), At::Symlink, true),
+        ]);
+        for (from, to, refused) in cases {
+            check(rename_noreplace, from, to, refused);
+            check(portable_rename_noreplace, from, to, refused);
+        }
+    }
+}
