@@ -81,10 +81,12 @@ pub fn mtime_ns(meta: &Metadata) -> i64 {
         meta.mtime() * 1_000_000_000 + meta.mtime_nsec()
     }
     #[cfg(not(unix))]
-    meta.modified()
-        .ok()
-        .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos() as i64)
+    {
+        meta.modified()
+            .ok()
+            .and_then(|t| t.into_std().duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos() as i64)
+    }
 }
 
 /// The inode number. Windows reports a file index only for metadata read through an open
@@ -188,7 +190,9 @@ pub fn rename_replace(from_dir: &Dir, from: &str, to_dir: &Dir, to: &str) -> io:
     #[cfg(unix)]
     return rustix::fs::renameat(from_dir, from, to_dir, to).map_err(io::Error::from);
     #[cfg(not(unix))]
-    from_dir.rename(from, to_dir, to)
+    {
+        from_dir.rename(from, to_dir, to)
+    }
 }
 
 /// Renames `from` in `from_dir` to `to` in `to_dir` only if nothing is at `to`: otherwise
