@@ -50,11 +50,11 @@ impl Store {
             .open_with(rel_path(path), &platform::read_options())
             .map_err(|e| map_io(path, e))?;
         let meta = file.metadata().map_err(|e| map_io(path, e))?;
-        check_regular(
-            path,
-            &EntryKind::of(&meta.file_type()),
-            platform::nlink(&meta),
-        )?;
+        let links = match platform::nlink(&meta) {
+            2 if self.linking_in(&file, &meta) => 1,
+            links => links,
+        };
+        check_regular(path, &EntryKind::of(&meta.file_type()), links)?;
         if meta.len() > READ_LIMIT {
             return Err(Error::TooLarge {
                 path: path.canonical(),
@@ -74,6 +74,28 @@ impl Store {
                 .map(|t| t.into_std())
                 .unwrap_or(SystemTime::UNIX_EPOCH),
         })
+    }
+
+    /// Whether the second link of an opened file with two is a create-only write of another
+    /// process caught between its two steps (`platform::rename_noreplace` without
+    /// `RENAME_NOREPLACE`: the temp file is linked to its name, then unlinked). Either the
+    /// temp name is found with the file's inode, or it is gone, and then the file has
+    /// one link by the time the folder has been read.
+    fn linking_in(&self, file: &cap_std::fs::File, meta: &cap_std::fs::Metadata) -> bool {
+        let Ok(temps) = self.dir.open_dir(TEMP_DIR) else {
+            return false;
+        };
+        let Ok(entries) = temps.entries() else {
+            return false;
+        };
+        let ino = platform::ino(meta);
+        let temp_holds_it = entries.flatten().any(|entry| {
+            entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+                && entry
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && platform::ino(&m) == ino)
+        });
+        temp_holds_it || file.metadata().is_ok_and(|m| platform::nlink(&m) == 1)
     }
 
     /// Durably writes `bytes` at `path`, creating parent folders, and returns the stamp of
