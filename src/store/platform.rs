@@ -59,11 +59,20 @@ pub fn nonblocking() -> OpenOptions {
     options
 }
 
-/// Makes the entries of folder `dir` (a rename, a new file, a removal) durable. Windows
-/// cannot flush a folder: there NTFS's own journal orders the rename after the file's
-/// flushed content, so a crash still leaves the old content or the new, but a rename
-/// acknowledged just before a power loss may be undone (the old content comes back).
+/// Makes the entries of folder `dir` (a rename, a new file, a removal) durable. On macOS
+/// `fsync` only hands the data to the drive, whose cache may still lose it; `F_FULLFSYNC`
+/// flushes that cache too (as std's `sync_all` does for files), with `fsync` as the
+/// fallback where a file system refuses it. Windows cannot flush a folder: there NTFS's
+/// own journal orders the rename after the file's flushed content, so a crash still
+/// leaves the old content or the new, but a rename acknowledged just before a power loss
+/// may be undone (the old content comes back).
 pub fn sync_dir(dir: &Dir) -> io::Result<()> {
+    #[cfg(target_vendor = "apple")]
+    {
+        if rustix::fs::fcntl_fullfsync(dir).is_ok() {
+            return Ok(());
+        }
+    }
     #[cfg(unix)]
     return rustix::fs::fsync(dir).map_err(io::Error::from);
     #[cfg(not(unix))]
