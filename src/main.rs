@@ -31,9 +31,11 @@ fn main() -> ExitCode {
 
 /// A file size limit (`RLIMIT_FSIZE`) must fail the write with `EFBIG`, which memdir
 /// reports as a clear error and survives, rather than kill the server with `SIGXFSZ`.
+/// Windows has neither the limit nor the signal.
 fn ignore_sigxfsz() {
     // SAFETY: sets one signal's disposition to SIG_IGN at start-up, before any thread
     // exists; no handler code runs.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
