@@ -95,8 +95,8 @@ impl From<Tools> for ToolSet {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the MCP server on stdio (the default).
-    Serve,
+    /// Run the MCP server: on stdio (the default), or over HTTP with `--http ADDR`.
+    Serve(ServeArgs),
     /// List memories under a path.
     List {
         #[arg(default_value = "/")]
@@ -224,6 +224,53 @@ pub enum Command {
     },
 }
 
+/// Options of `memdir serve`.
+#[derive(Debug, Default, Args)]
+pub struct ServeArgs {
+    /// Serve MCP over Streamable HTTP at ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
+    /// one), on the path `/mcp`, instead of stdio. A non-loopback address needs `--tokens`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer tokens for HTTP clients: one `NAME TOKEN` per line (`#` comments); NAME is
+    /// recorded as the actor of the versions its requests make. The file must not be
+    /// readable by other users (`chmod 600`); SIGHUP re-reads it.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub tokens: Option<PathBuf>,
+    /// Also answer requests whose `Host` is HOST (or HOST:PORT): the name clients use to
+    /// reach this server. Loopback names and the bound address are always accepted; `*`
+    /// accepts any (not recommended). Repeatable.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept browser requests from ORIGIN (`https://app.example.com`, `:*` for any
+    /// port). Requests without `Origin` and from loopback origins are always accepted; `*`
+    /// accepts any (not recommended). Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// Largest HTTP request body in bytes (default: 1 MiB, or 8 times --max-file-bytes
+    /// when that is larger).
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    pub max_body_bytes: Option<usize>,
+}
+
+impl ServeArgs {
+    /// The HTTP options, when `--http` was given.
+    pub fn http_options(&self, options: &Options) -> Option<crate::mcp::HttpOptions> {
+        let addr = self.http?;
+        let default_body = (1usize << 20).max(
+            usize::try_from(options.max_file_bytes)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(8),
+        );
+        Some(crate::mcp::HttpOptions {
+            addr,
+            tokens: self.tokens.clone(),
+            allow_hosts: self.allow_hosts.clone(),
+            allow_origins: self.allow_origins.clone(),
+            max_body_bytes: self.max_body_bytes.unwrap_or(default_body),
+        })
+    }
+}
+
 impl Options {
     /// The stores to serve, in order.
     pub fn store_configs(&self) -> anyhow::Result<Vec<StoreConfig>> {
@@ -331,7 +378,7 @@ fn check_store_name(name: &str) -> anyhow::Result<()> {
 /// Runs a subcommand for a person at a terminal.
 pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
     match command {
-        Command::Serve => unreachable!("serve is handled by main"),
+        Command::Serve(_) => unreachable!("serve is handled by main"),
         Command::List { path, depth, json } => {
             let mut cursor: Option<String> = None;
             loop {

@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use memdir::cli::{Cli, Command};
+use memdir::cli::{Cli, Command, ServeArgs};
 use memdir::memory::Memdir;
 use tracing_subscriber::EnvFilter;
 
@@ -31,9 +31,11 @@ fn main() -> ExitCode {
 
 /// A file size limit (`RLIMIT_FSIZE`) must fail the write with `EFBIG`, which memdir
 /// reports as a clear error and survives, rather than kill the server with `SIGXFSZ`.
+/// Windows has neither the limit nor the signal.
 fn ignore_sigxfsz() {
     // SAFETY: sets one signal's disposition to SIG_IGN at start-up, before any thread
     // exists; no handler code runs.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
@@ -41,8 +43,14 @@ fn ignore_sigxfsz() {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
-    match &cli.command {
-        None | Some(Command::Serve) => {
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Serve(ServeArgs::default()));
+    let Command::Serve(serve) = &command else {
+        return memdir::cli::run_command(&memdir, &command);
+    };
+    match serve.http_options(&cli.options) {
+        None => {
             // One thread runs the protocol (parsing, routing, encoding: microseconds per
             // message) and tools run on the blocking pool, so a request never waits for
             // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
@@ -56,6 +64,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             runtime.shutdown_background();
             served
         }
-        Some(command) => memdir::cli::run_command(&memdir, command),
+        Some(http) => {
+            // Many clients at once: the protocol work of their requests spreads over the
+            // cores; tools still run on the blocking pool.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let served = runtime.block_on(memdir::mcp::serve_http(
+                memdir,
+                cli.options.tools.into(),
+                http,
+            ));
+            // A call whose client went away still runs to its end on its blocking thread:
+            // give those a moment, so none is cut off by the exit (each write is atomic
+            // either way).
+            runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+            served
+        }
     }
 }
