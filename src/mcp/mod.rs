@@ -63,6 +63,15 @@ impl ToolSet {
     }
 }
 
+/// The names of the tools a server offers for `tools` over these stores, sorted.
+pub fn offered_tools(memdir: &Memdir, tools: ToolSet) -> Vec<String> {
+    MemdirServer::router(memdir, tools)
+        .list_all()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect()
+}
+
 /// The MCP server over a set of stores.
 #[derive(Clone)]
 pub struct MemdirServer {
@@ -79,6 +88,18 @@ pub struct MemdirServer {
 
 impl MemdirServer {
     fn new(memdir: Memdir, tools: ToolSet, flow: framing::FlowHandle) -> Self {
+        MemdirServer {
+            tool_router: Self::router(&memdir, tools),
+            memdir: Arc::new(memdir),
+            tools,
+            initialized: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
+            flow,
+        }
+    }
+
+    /// The tools offered for `tools` over these stores.
+    fn router(memdir: &Memdir, tools: ToolSet) -> ToolRouter<Self> {
         let mut tool_router = ToolRouter::new();
         if tools.memory_tools() {
             tool_router += Self::tool_router();
@@ -93,14 +114,7 @@ impl MemdirServer {
                 tool_router.remove_route(name);
             }
         }
-        MemdirServer {
-            memdir: Arc::new(memdir),
-            tools,
-            tool_router,
-            initialized: Arc::new(AtomicBool::new(false)),
-            subscriptions: Arc::default(),
-            flow,
-        }
+        tool_router
     }
 
     /// Runs a library operation on a blocking thread (file IO and locks block).

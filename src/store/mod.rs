@@ -6,6 +6,7 @@
 //! Layout: `io` reads and durably writes single files, `walk` lists folders, `lock`
 //! serialises mutations across processes, `watch` notices changes made by others. Layer 1 of the path policy is `crate::path`.
 
+pub mod folder;
 mod io;
 mod lock;
 mod release;
