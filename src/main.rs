@@ -2,16 +2,14 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use memdir::cli::{Cli, Command};
-use memdir::memory::Memdir;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     ignore_sigxfsz();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.options.log_level)));
+        .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.log_level)));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // A log line that cannot be written (stderr closed, or full and non-blocking) is
@@ -40,22 +38,21 @@ fn ignore_sigxfsz() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
-    match &cli.command {
-        None | Some(Command::Serve) => {
-            // One thread runs the protocol (parsing, routing, encoding: microseconds per
-            // message) and tools run on the blocking pool, so a request never waits for
-            // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            let served =
-                runtime.block_on(memdir::mcp::serve_stdio(memdir, cli.options.tools.into()));
-            // Every request has been answered; background upkeep (index warm-up) is a
-            // cache and may stop anywhere, so exit now instead of waiting for it.
-            runtime.shutdown_background();
-            served
-        }
-        Some(command) => memdir::cli::run_command(&memdir, command),
-    }
+    let args = match cli.command {
+        None => cli.serve,
+        Some(Command::Serve(args)) => args,
+        Some(command) => return memdir::cli::run_command(&cli.stores, &command),
+    };
+    let (memdir, tools) = memdir::cli::open_server(&cli.stores, &args)?;
+    // One thread runs the protocol (parsing, routing, encoding: microseconds per
+    // message) and tools run on the blocking pool, so a request never waits for
+    // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let served = runtime.block_on(memdir::mcp::serve_stdio(memdir, tools));
+    // Every request has been answered; background upkeep (index warm-up) is a
+    // cache and may stop anywhere, so exit now instead of waiting for it.
+    runtime.shutdown_background();
+    served
 }
