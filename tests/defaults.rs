@@ -282,6 +282,7 @@ fn a_file_given_as_a_store_is_not_a_folder() {
 
 /// Runs `memdir ARGS` as a user who cannot write `store` (as root, as `nobody`; else
 /// with the folder's write bits off).
+#[cfg(unix)]
 fn run_without_write_access(user: &User, store: &Path, args: &[&str]) -> Run {
     use std::os::unix::fs::PermissionsExt;
     use std::os::unix::process::CommandExt;
@@ -305,6 +306,7 @@ fn run_without_write_access(user: &User, store: &Path, args: &[&str]) -> Run {
     }
 }
 
+#[cfg(unix)]
 #[test]
 fn an_unwritable_store_says_so_at_start_up_with_the_fix() {
     let user = User::new();
