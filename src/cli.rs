@@ -33,12 +33,10 @@ pub use stores::STORES_SEPARATOR;
 #[derive(Debug, Parser)]
 #[command(version, about, long_about = None)]
 pub struct Cli {
-    #[command(flatten)]
-    pub stores: StoreArgs,
     /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
     #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
     pub log_level: String,
-    /// The server's options, when no subcommand is given.
+    /// The server's options, when no subcommand is given (its stores also before one).
     #[command(flatten)]
     pub serve: ServeArgs,
     #[command(subcommand)]
@@ -46,47 +44,66 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// Parses the command line, or exits with clap's message. The server's options go
-    /// before no subcommand but `serve` (they would be silently ignored there).
+    /// Parses the command line, or exits with clap's message. The store flags may come
+    /// before any subcommand that takes them (`memdir --root DIR list`); the server's
+    /// other options only before none but `serve` (they would be silently ignored).
     pub fn parse_args() -> Cli {
         use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
         let matches = Cli::command().get_matches();
-        let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-        if let Some(name) = matches.subcommand_name() {
-            let serve_only = ServeArgs::augment_args(clap::Command::new("serve"));
-            if let Some(arg) = serve_only.get_arguments().find(|a| {
-                matches.value_source(a.get_id().as_str()) == Some(ValueSource::CommandLine)
-            }) {
-                Cli::command()
-                    .error(
-                        clap::error::ErrorKind::ArgumentConflict,
-                        format!(
-                            "--{} is an option of the server, not of `memdir {name}` (see `memdir {name} --help`)",
-                            arg.get_long().unwrap_or_default()
-                        ),
-                    )
-                    .exit();
+        let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        let Some(name) = matches.subcommand_name() else {
+            return cli;
+        };
+        let fail = |message: String| -> ! {
+            Cli::command()
+                .error(clap::error::ErrorKind::ArgumentConflict, message)
+                .exit()
+        };
+        let given = |id: &str| matches.value_source(id) == Some(ValueSource::CommandLine);
+        let serve_only = ServeArgs::augment_args(clap::Command::new("serve"));
+        if let Some(arg) = serve_only.get_arguments().find(|a| {
+            !matches!(a.get_id().as_str(), "root" | "stores") && given(a.get_id().as_str())
+        }) {
+            fail(format!(
+                "--{} is an option of the server, not of `memdir {name}` (see `memdir {name} --help`)",
+                arg.get_long().unwrap_or_default()
+            ));
+        }
+        let top = std::mem::take(&mut cli.serve.stores);
+        match cli.command.as_mut().and_then(Command::stores_mut) {
+            Some(stores) => {
+                if top.root.is_some() && stores.root.is_some() {
+                    fail("--root is given twice".into());
+                }
+                stores.root = stores.root.take().or(top.root);
+                stores.stores.splice(0..0, top.stores);
             }
+            None if given("root") || given("stores") => fail(format!(
+                "`memdir {name}` takes no store (see `memdir {name} --help`)"
+            )),
+            None => {}
         }
         cli
     }
 }
 
-/// The stores to serve: every command takes them.
-#[derive(Debug, Args)]
+/// The stores to serve or look at.
+#[derive(Clone, Debug, Default, Args)]
 pub struct StoreArgs {
     /// Serve DIR as the store named `memories`. `~` and `$HOME` are expanded.
-    #[arg(long, value_name = "DIR", global = true)]
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Serve DIR as store NAME; append `:ro` for read-only. Repeatable; the first store
     /// (after --root's) is where relative paths resolve.
-    #[arg(long = "store", value_name = "NAME=DIR[:ro]", global = true)]
+    #[arg(long = "store", value_name = "NAME=DIR[:ro]")]
     pub stores: Vec<String>,
 }
 
 /// The options of `memdir serve` (and of `memdir` with no subcommand).
 #[derive(Clone, Debug, Args)]
 pub struct ServeArgs {
+    #[command(flatten)]
+    pub stores: StoreArgs,
     /// A description of store NAME, shown to the agent in the server instructions.
     #[arg(long = "describe", value_name = "NAME=TEXT")]
     pub describe: Vec<String>,
@@ -200,6 +217,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// List memories under a path.
     List {
+        #[command(flatten)]
+        stores: StoreArgs,
         #[arg(default_value = "/")]
         path: String,
         /// Levels to show (default: every file, recursively).
@@ -208,6 +227,8 @@ pub enum Command {
     },
     /// Print one memory with numbered lines.
     Read {
+        #[command(flatten)]
+        stores: StoreArgs,
         path: String,
         /// Only lines A to B (1-based, inclusive); `A:` to the end.
         #[arg(long, value_name = "A:B", value_parser = parse_lines)]
@@ -215,6 +236,8 @@ pub enum Command {
     },
     /// Show the versions of a memory (or of everything under a folder), newest first.
     History {
+        #[command(flatten)]
+        stores: StoreArgs,
         #[arg(default_value = "/")]
         path: String,
         /// Most versions to show.
@@ -229,6 +252,8 @@ pub enum Command {
     },
     /// Restore a version's content at PATH (recorded as a new version by `cli`).
     Restore {
+        #[command(flatten)]
+        stores: StoreArgs,
         path: String,
         #[arg(long)]
         version: u64,
@@ -241,6 +266,8 @@ pub enum Command {
     /// Erase a version's content and path from the history, keeping who and when. The
     /// content leaves the disk unless another kept version holds the same bytes.
     Redact {
+        #[command(flatten)]
+        stores: StoreArgs,
         #[arg(long)]
         version: u64,
         /// The store's name (default: the first store).
@@ -251,6 +278,8 @@ pub enum Command {
     /// version's content present and intact), temp files of interrupted writes (removed),
     /// a pending intent, and the search index. Exits 1 when a store has a problem.
     Check {
+        #[command(flatten)]
+        stores: StoreArgs,
         /// Print one JSON object per store instead of text.
         #[arg(long)]
         json: bool,
@@ -260,12 +289,16 @@ pub enum Command {
     /// Write a store (default: the first) with its whole history to stdout, as a JSON
     /// Lines archive: `memdir --root DIR export > backup.jsonl`.
     Export {
+        #[command(flatten)]
+        stores: StoreArgs,
         /// The store's name (default: the first store).
         store: Option<String>,
     },
     /// Read an archive made by `export` from stdin into a store (default: the first) that
     /// has no memories and no history yet: `memdir --root NEW import < backup.jsonl`.
     Import {
+        #[command(flatten)]
+        stores: StoreArgs,
         /// The store's name (default: the first store).
         store: Option<String>,
         #[command(flatten)]
@@ -273,6 +306,8 @@ pub enum Command {
     },
     /// Search memory contents.
     Search {
+        #[command(flatten)]
+        stores: StoreArgs,
         query: String,
         /// Only under this path.
         #[arg(long)]
@@ -287,6 +322,25 @@ pub enum Command {
         #[command(subcommand)]
         command: CacheCommand,
     },
+}
+
+impl Command {
+    /// The store flags of a subcommand that takes them.
+    fn stores_mut(&mut self) -> Option<&mut StoreArgs> {
+        match self {
+            Command::Serve(args) => Some(&mut args.stores),
+            Command::List { stores, .. }
+            | Command::Read { stores, .. }
+            | Command::History { stores, .. }
+            | Command::Restore { stores, .. }
+            | Command::Redact { stores, .. }
+            | Command::Check { stores, .. }
+            | Command::Export { stores, .. }
+            | Command::Import { stores, .. }
+            | Command::Search { stores, .. } => Some(stores),
+            Command::Cache { .. } => None,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -349,8 +403,9 @@ impl ServeArgs {
 
 /// Opens the stores for the server, after checking its options, and logs the start-up
 /// line (version, stores with folders and modes, tools, index) on stderr.
-pub fn open_server(stores: &StoreArgs, args: &ServeArgs) -> anyhow::Result<(Memdir, ToolSet)> {
+pub fn open_server(args: &ServeArgs) -> anyhow::Result<(Memdir, ToolSet)> {
     let env = Env::of_process();
+    let stores = &args.stores;
     let mut chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
     // The memory tool's `/memories` is the first store: a later store of that name
     // could not be reached through it.
@@ -494,16 +549,16 @@ impl fmt::Display for StartUp<'_> {
 }
 
 /// Runs a subcommand for a person at a terminal.
-pub fn run_command(stores: &StoreArgs, command: &Command) -> anyhow::Result<()> {
+pub fn run_command(mut command: Command) -> anyhow::Result<()> {
     let env = Env::of_process();
     if let Command::Cache {
         command: CacheCommand::Prune { index_dir },
-    } = command
+    } = &command
     {
         return prune_caches(index_dir.as_deref(), &env);
     }
     let mut settings = Settings::default();
-    let access = match command {
+    let access = match &command {
         Command::Serve(_) | Command::Cache { .. } => {
             unreachable!("serve is handled by main, cache above")
         }
@@ -525,16 +580,18 @@ pub fn run_command(stores: &StoreArgs, command: &Command) -> anyhow::Result<()> 
             Access::Create
         }
     };
+    let stores = command.stores_mut().cloned().unwrap_or_default();
     let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
     let memdir = open(&chosen, access, settings)?;
-    match command {
+    match &command {
         Command::Serve(_) | Command::Cache { .. } => unreachable!("handled above"),
-        Command::List { path, depth } => list(&memdir, path, *depth)?,
+        Command::List { path, depth, .. } => list(&memdir, path, *depth)?,
         Command::History {
             path,
             limit,
             version,
             json,
+            ..
         } => history(&memdir, path, *limit, *version, *json)?,
         Command::Restore {
             path,
@@ -542,11 +599,11 @@ pub fn run_command(stores: &StoreArgs, command: &Command) -> anyhow::Result<()> 
             force,
             ..
         } => restore(&memdir, path, *version, *force)?,
-        Command::Redact { version, store } => {
+        Command::Redact { version, store, .. } => {
             let r = memdir.redact(store.as_deref(), *version)?;
             println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
         }
-        Command::Read { path, lines } => {
+        Command::Read { path, lines, .. } => {
             let r = memdir.read(path, lines.map(|l| (l.start, l.end)))?;
             if r.size_bytes == 0 {
                 print!("{}", r.rendered);
@@ -558,7 +615,7 @@ pub fn run_command(stores: &StoreArgs, command: &Command) -> anyhow::Result<()> 
         Command::Search {
             query, path, limit, ..
         } => search(&memdir, query, path.as_deref(), *limit)?,
-        Command::Export { store } => {
+        Command::Export { store, .. } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let summary = memdir.export(store.as_deref(), &mut out)?;

@@ -41,9 +41,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let args = match cli.command {
         None => cli.serve,
         Some(Command::Serve(args)) => args,
-        Some(command) => return memdir::cli::run_command(&cli.stores, &command),
+        Some(command) => return memdir::cli::run_command(command),
     };
-    let (memdir, tools) = memdir::cli::open_server(&cli.stores, &args)?;
+    let (memdir, tools) = memdir::cli::open_server(&args)?;
     // One thread runs the protocol (parsing, routing, encoding: microseconds per
     // message) and tools run on the blocking pool, so a request never waits for
     // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").

@@ -118,6 +118,8 @@ fn bad_options_fail_with_a_message() {
         vec!["read", "a.md", "--lines", "3:2"],
         vec!["read", "a.md", "--lines", "0:2"],
         vec!["read", "a.md", "--lines", "x"],
+        vec!["--root", "/tmp", "cache", "prune"],
+        vec!["--root", "/tmp", "list", "--root", "/tmp"],
     ] {
         let out = Command::new(common::BIN)
             .args(&args)
@@ -498,7 +500,7 @@ fn the_help_of_a_subcommand_shows_only_what_it_takes() {
         (
             vec!["cache", "prune"],
             vec!["--index-dir"],
-            vec!["--no-index"],
+            vec!["--no-index", "--root", "--store"],
         ),
         (
             vec!["serve"],
@@ -525,9 +527,8 @@ fn the_help_of_a_subcommand_shows_only_what_it_takes() {
 fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
     let sb = Sandbox::new();
     let cache = sb.tmp.path().join("cache/memdir");
-    let run = |root: &std::path::Path, args: &[&str]| {
+    let run = |args: &[&str]| {
         let out = Command::new(common::BIN)
-            .args(["--root", root.to_str().unwrap()])
             .args(args)
             .env_clear()
             .env("HOME", sb.tmp.path())
@@ -541,12 +542,17 @@ fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
         );
         String::from_utf8(out.stdout).unwrap()
     };
+    let search = |root: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["--root", root.to_str().unwrap(), "search", "alpha"];
+        args.extend(extra);
+        run(&args)
+    };
     let kept = sb.store();
     let gone = sb.tmp.path().join("gone");
     std::fs::create_dir_all(&gone).unwrap();
     for root in [&kept, &gone] {
         std::fs::write(root.join("a.md"), "alpha\n").unwrap();
-        assert!(run(root, &["search", "alpha"]).contains("/memories/a.md"));
+        assert!(search(root, &[]).contains("/memories/a.md"));
     }
     let indexes = || {
         let mut names: Vec<String> = std::fs::read_dir(&cache)
@@ -563,7 +569,7 @@ fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
     std::fs::write(cache.join("old-0123456789abcdef/index.sqlite3"), "").unwrap();
 
     std::fs::remove_dir_all(&gone).unwrap();
-    let out = run(&kept, &["cache", "prune"]);
+    let out = run(&["cache", "prune"]);
     assert!(
         out.contains(&format!("(its store {} no longer exists)", gone.display())),
         "{out}"
@@ -577,28 +583,15 @@ fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
     assert!(left.contains(&"photos".to_owned()), "{left:?}");
     assert!(left.iter().any(|n| n.starts_with("memories-")), "{left:?}");
     // The kept store's index still serves it; a second prune finds nothing.
-    assert!(run(&kept, &["search", "alpha"]).contains("/memories/a.md"));
-    let out = run(&kept, &["cache", "prune"]);
+    assert!(search(&kept, &[]).contains("/memories/a.md"));
+    let out = run(&["cache", "prune"]);
     assert!(out.starts_with("no search index to prune in"), "{out}");
     // Under --index-dir too.
     let elsewhere = sb.tmp.path().join("idx");
-    assert!(
-        run(
-            &kept,
-            &[
-                "search",
-                "alpha",
-                "--index-dir",
-                elsewhere.to_str().unwrap()
-            ]
-        )
-        .contains("a.md")
-    );
+    let elsewhere_arg = elsewhere.to_str().unwrap();
+    assert!(search(&kept, &["--index-dir", elsewhere_arg]).contains("a.md"));
     std::fs::remove_dir_all(&kept).unwrap();
-    let out = run(
-        sb.tmp.path(),
-        &["cache", "prune", "--index-dir", elsewhere.to_str().unwrap()],
-    );
+    let out = run(&["cache", "prune", "--index-dir", elsewhere_arg]);
     assert!(out.contains("no longer exists"), "{out}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
