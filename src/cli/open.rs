@@ -110,7 +110,7 @@ pub(crate) fn open(
             if store.read_only {
                 continue;
             }
-            if let Err(e) = store.probe_writable() {
+            if let Some(e) = store.write_denied() {
                 let dir = c.config.dir.display();
                 bail!(
                     "store `{}` ({}): folder {dir} is not writable ({e}); make it writable (e.g. `chmod -R u+w {dir}`), or serve it read-only with --store {}={dir}:ro",

@@ -32,11 +32,18 @@ pub fn create(dir: &Path) -> std::io::Result<()> {
 }
 
 impl Store {
-    /// Whether memdir can write in this store: opens (creating if need be) its own lock
-    /// file for writing, through the handle, as the first mutation would.
-    pub fn probe_writable(&self) -> std::io::Result<()> {
+    /// Why this user may not write in this store, if the system refuses it (permissions,
+    /// a read-only file system): opens (creating if need be) the store's own lock file
+    /// for writing, through the handle, as the first mutation would. Other failures (a
+    /// file where `.memdir` belongs, a symlink out) are left to the operations, whose
+    /// errors name the memory path.
+    pub fn write_denied(&self) -> Option<std::io::Error> {
         let mut options = cap_std::fs::OpenOptions::new();
         options.write(true).create(true);
-        self.open_own(LOCK_FILE, &options, STATE_DIR).map(drop)
+        let e = self.open_own(LOCK_FILE, &options, STATE_DIR).err()?;
+        // cap-std reports an escape as `PermissionDenied` without an OS error code.
+        let denied = (e.kind() == ErrorKind::PermissionDenied && e.raw_os_error().is_some())
+            || e.kind() == ErrorKind::ReadOnlyFilesystem;
+        denied.then_some(e)
     }
 }
