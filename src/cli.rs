@@ -30,17 +30,12 @@ pub use stores::STORES_SEPARATOR;
 /// Runs a subcommand for a person at a terminal.
 pub fn run_command(mut command: Command) -> anyhow::Result<()> {
     let env = Env::of_process();
-    if let Command::Cache {
-        command: CacheCommand::Prune { index_dir },
-    } = &command
-    {
-        return prune_caches(index_dir.as_deref(), &env);
-    }
     let mut settings = Settings::default();
     let access = match &command {
-        Command::Serve(_) | Command::Cache { .. } => {
-            unreachable!("serve is handled by main, cache above")
-        }
+        Command::Serve(_) => bail!("`serve` is not a command for a terminal: see open_server"),
+        Command::Cache {
+            command: CacheCommand::Prune { index_dir },
+        } => return prune_caches(index_dir.as_deref(), &env),
         Command::List { .. }
         | Command::Read { .. }
         | Command::History { .. }
@@ -63,7 +58,8 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
     let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
     let memdir = open::open(&chosen, access, settings)?;
     match &command {
-        Command::Serve(_) | Command::Cache { .. } => unreachable!("handled above"),
+        // Returned above.
+        Command::Serve(_) | Command::Cache { .. } => {}
         Command::List { path, depth, .. } => list(&memdir, path, *depth)?,
         Command::History {
             path,
