@@ -29,9 +29,11 @@ fn main() -> ExitCode {
 
 /// A file size limit (`RLIMIT_FSIZE`) must fail the write with `EFBIG`, which memdir
 /// reports as a clear error and survives, rather than kill the server with `SIGXFSZ`.
+/// Windows has neither the limit nor the signal.
 fn ignore_sigxfsz() {
     // SAFETY: sets one signal's disposition to SIG_IGN at start-up, before any thread
     // exists; no handler code runs.
+    #[cfg(unix)]
     unsafe {
         libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
     }
@@ -44,15 +46,32 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(command) => return memdir::cli::run_command(command),
     };
     let (memdir, tools) = memdir::cli::open_server(&args)?;
-    // One thread runs the protocol (parsing, routing, encoding: microseconds per
-    // message) and tools run on the blocking pool, so a request never waits for
-    // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let served = runtime.block_on(memdir::mcp::serve_stdio(memdir, tools));
-    // Every request has been answered; background upkeep (index warm-up) is a
-    // cache and may stop anywhere, so exit now instead of waiting for it.
-    runtime.shutdown_background();
-    served
+    match args.http_options() {
+        None => {
+            // One thread runs the protocol (parsing, routing, encoding: microseconds per
+            // message) and tools run on the blocking pool, so a request never waits for
+            // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let served = runtime.block_on(memdir::mcp::serve_stdio(memdir, tools));
+            // Every request has been answered; background upkeep (index warm-up) is a
+            // cache and may stop anywhere, so exit now instead of waiting for it.
+            runtime.shutdown_background();
+            served
+        }
+        Some(http) => {
+            // Many clients at once: the protocol work of their requests spreads over the
+            // cores; tools still run on the blocking pool.
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            let served = runtime.block_on(memdir::mcp::serve_http(memdir, tools, http));
+            // A call whose client went away still runs to its end on its blocking thread:
+            // give those a moment, so none is cut off by the exit (each write is atomic
+            // either way).
+            runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+            served
+        }
+    }
 }

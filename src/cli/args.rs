@@ -33,8 +33,12 @@ impl Cli {
     /// before any subcommand that takes them (`memdir --root DIR list`); the server's
     /// other options only before none but `serve` (they would be silently ignored).
     pub fn parse_args() -> Cli {
+        Cli::parse_from_args(std::env::args_os().collect())
+    }
+
+    fn parse_from_args(argv: Vec<std::ffi::OsString>) -> Cli {
         use clap::{CommandFactory, FromArgMatches, parser::ValueSource};
-        let matches = Cli::command().get_matches();
+        let matches = Cli::command().get_matches_from(argv.clone());
         let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
         let Some(name) = matches.subcommand_name() else {
             return cli;
@@ -49,6 +53,9 @@ impl Cli {
         if let Some(arg) = serve_only.get_arguments().find(|a| {
             !matches!(a.get_id().as_str(), "root" | "stores") && given(a.get_id().as_str())
         }) {
+            if name == "serve" {
+                return Cli::serve_options_before_serve(argv);
+            }
             fail(format!(
                 "--{} is an option of the server, not of `memdir {name}` (see `memdir {name} --help`)",
                 arg.get_long().unwrap_or_default()
@@ -69,6 +76,39 @@ impl Cli {
             None => {}
         }
         cli
+    }
+
+    /// `memdir OPTIONS serve MORE`: the server's options on both sides of `serve` are
+    /// one set, as they were when every option was global. It parses as `memdir OPTIONS
+    /// MORE` with the token `serve` left out (the first such token that leaves no
+    /// subcommand: another `serve` may be an option's value).
+    fn serve_options_before_serve(argv: Vec<std::ffi::OsString>) -> Cli {
+        use clap::{CommandFactory, Parser};
+        let mut last = None;
+        for i in (1..argv.len()).filter(|&i| argv[i] == "serve") {
+            let mut without = argv.clone();
+            without.remove(i);
+            match Cli::try_parse_from(&without) {
+                Ok(cli) if cli.command.is_none() => {
+                    let args = cli.serve.clone();
+                    return Cli {
+                        command: Some(Command::Serve(args)),
+                        ..cli
+                    };
+                }
+                Ok(_) => {}
+                Err(e) => last = Some(e),
+            }
+        }
+        match last {
+            Some(e) => e.exit(),
+            None => Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "give the server's options after `serve`",
+                )
+                .exit(),
+        }
     }
 }
 
@@ -107,6 +147,29 @@ pub struct ServeArgs {
     pub index: IndexArgs,
     #[command(flatten)]
     pub history: HistoryArgs,
+    /// Serve MCP over Streamable HTTP at ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
+    /// one), on the path `/mcp`, instead of stdio. A non-loopback address needs `--tokens`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<std::net::SocketAddr>,
+    /// Bearer tokens for HTTP clients: one `NAME TOKEN` per line (`#` comments); NAME is
+    /// recorded as the actor of the versions its requests make. The file must not be
+    /// readable by other users (`chmod 600`); SIGHUP re-reads it.
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub tokens: Option<PathBuf>,
+    /// Also answer requests whose `Host` is HOST (or HOST:PORT): the name clients use to
+    /// reach this server. Loopback names and the bound address are always accepted; `*`
+    /// accepts any (not recommended). Repeatable.
+    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
+    pub allow_hosts: Vec<String>,
+    /// Also accept browser requests from ORIGIN (`https://app.example.com`, `:*` for any
+    /// port). Requests without `Origin` and from loopback origins are always accepted; `*`
+    /// accepts any (not recommended). Repeatable.
+    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
+    pub allow_origins: Vec<String>,
+    /// Largest HTTP request body in bytes (default: 1 MiB, or 8 times --max-file-bytes
+    /// when that is larger).
+    #[arg(long, value_name = "BYTES", requires = "http")]
+    pub max_body_bytes: Option<usize>,
 }
 
 /// What a write may hold.
@@ -198,7 +261,8 @@ fn parse_lines(raw: &str) -> Result<Lines, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the MCP server on stdio (what `memdir` with no subcommand does).
+    /// Run the MCP server: on stdio (what `memdir` with no subcommand does), or over HTTP
+    /// with `--http ADDR`.
     Serve(ServeArgs),
     /// List memories under a path.
     List {
@@ -359,6 +423,23 @@ impl IndexArgs {
 }
 
 impl ServeArgs {
+    /// The HTTP options, when `--http` was given.
+    pub fn http_options(&self) -> Option<crate::mcp::HttpOptions> {
+        let addr = self.http?;
+        let default_body = (1usize << 20).max(
+            usize::try_from(self.limits.max_file_bytes)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(8),
+        );
+        Some(crate::mcp::HttpOptions {
+            addr,
+            tokens: self.tokens.clone(),
+            allow_hosts: self.allow_hosts.clone(),
+            allow_origins: self.allow_origins.clone(),
+            max_body_bytes: self.max_body_bytes.unwrap_or(default_body),
+        })
+    }
+
     pub(crate) fn settings(&self, env: &Env) -> anyhow::Result<Settings> {
         let mut settings = Settings {
             result_budget: self.result_budget,

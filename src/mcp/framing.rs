@@ -120,6 +120,17 @@ impl FlowHandle {
         self.0.queued.load(Ordering::Acquire) > MAX_QUEUED
     }
 
+    /// A flow of its own, for a transport without a line connection (HTTP): nothing is
+    /// queued through it; `end_input` ends what waits for `input_ended`.
+    pub fn detached() -> FlowHandle {
+        FlowHandle(Arc::new(Flow::default()))
+    }
+
+    /// Marks the input as ended: open `subscriptions/listen` streams close.
+    pub fn end_input(&self) {
+        self.0.input_ended.send_replace(true);
+    }
+
     /// Resolves once the input has ended.
     pub async fn input_ended(&self) {
         let mut ended = self.0.input_ended.subscribe();
@@ -496,14 +507,16 @@ fn reuse(mut line: Vec<u8>) -> Vec<u8> {
 
 /// A line without its leading byte-order mark and surrounding white space (a blank line
 /// is skipped, as between messages).
-fn trim(line: &[u8]) -> &[u8] {
+pub(super) fn trim(line: &[u8]) -> &[u8] {
     line.strip_prefix(BOM).unwrap_or(line).trim_ascii()
 }
 
 /// One line as a message; `Ok(None)` for one to ignore quietly (a malformed notification,
 /// or a reply to a request this server never sent); `Err` with the answer otherwise.
 #[allow(clippy::type_complexity)]
-fn decode(text: &[u8]) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i64, String)> {
+pub(super) fn decode(
+    text: &[u8],
+) -> Result<Option<RxJsonRpcMessage<RoleServer>>, (Value, i64, String)> {
     if text.len() > COUNT_VALUES_ABOVE && too_many_values(text) {
         #[derive(serde::Deserialize)]
         struct Id {

@@ -11,6 +11,9 @@ mod schema;
 mod stdio;
 mod subscribe;
 mod tools;
+mod transport;
+
+pub use transport::http::{HttpOptions, serve_http};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +75,16 @@ pub fn offered_tools(memdir: &Memdir, tools: ToolSet) -> Vec<String> {
         .collect()
 }
 
+/// How the server is reached: it decides whether notifications can follow a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// One client on stdin/stdout: a connection that stays open.
+    Stdio,
+    /// Stateless Streamable HTTP: each request on its own; notifications reach a client
+    /// only on a `subscriptions/listen` stream.
+    Http,
+}
+
 /// The MCP server over a set of stores.
 #[derive(Clone)]
 pub struct MemdirServer {
@@ -84,17 +97,24 @@ pub struct MemdirServer {
     subscriptions: Arc<subscribe::Subscriptions>,
     /// The connection's flow control: notifications wait while the client is not reading.
     flow: framing::FlowHandle,
+    transport: Transport,
 }
 
 impl MemdirServer {
-    fn new(memdir: Memdir, tools: ToolSet, flow: framing::FlowHandle) -> Self {
+    fn new(
+        memdir: Arc<Memdir>,
+        tools: ToolSet,
+        flow: framing::FlowHandle,
+        transport: Transport,
+    ) -> Self {
         MemdirServer {
             tool_router: Self::router(&memdir, tools),
-            memdir: Arc::new(memdir),
+            memdir,
             tools,
             initialized: Arc::new(AtomicBool::new(false)),
             subscriptions: Arc::default(),
             flow,
+            transport,
         }
     }
 
@@ -115,6 +135,30 @@ impl MemdirServer {
             }
         }
         tool_router
+    }
+
+    /// The server for one stateless HTTP request: the stores, tools and flow are shared;
+    /// the handshake state and subscriptions are the request's own.
+    fn for_request(&self) -> Self {
+        MemdirServer {
+            initialized: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// Brings the search indexes up to date while clients start talking, and completes
+    /// and trims the history, on a blocking thread.
+    fn start_upkeep(&self) {
+        let memdir = Arc::clone(&self.memdir);
+        tokio::task::spawn_blocking(move || {
+            match memdir.maintain() {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(versions = n, "dropped versions beyond the retention"),
+                Err(e) => tracing::warn!(error = %e, "history upkeep failed"),
+            }
+            memdir.warm_indexes();
+        });
     }
 
     /// Runs a library operation on a blocking thread (file IO and locks block).
@@ -310,7 +354,7 @@ impl ServerHandler for MemdirServer {
         // gets `notifications/resources/list_changed` from now on; one of the 2026-07-28
         // era asks for it with `subscriptions/listen`. Watching starts before the
         // listing, so a memory created meanwhile is in the list or in a notification.
-        if context.peer.peer_info().is_some() {
+        if self.transport == Transport::Stdio && context.peer.peer_info().is_some() {
             self.subscriptions
                 .listed(&self.memdir, &self.flow, &context.peer)
                 .await;
@@ -326,6 +370,13 @@ impl ServerHandler for MemdirServer {
         request: SubscribeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        if self.transport == Transport::Http {
+            return Err(ErrorData::invalid_request(
+                "resources/subscribe needs a connection that stays open, and memdir serves HTTP statelessly: \
+                 use subscriptions/listen (protocol 2026-07-28), or read the resource again",
+                None,
+            ));
+        }
         let path = self.subscription_path(&request.uri)?;
         self.subscriptions
             .subscribe(&self.memdir, &self.flow, &context.peer, request.uri, path)
@@ -610,18 +661,8 @@ where
 {
     let mut transport = framing::LineTransport::new(transport.0, transport.1);
     let flow = transport.flow();
-    let server = MemdirServer::new(memdir, tools, flow.clone());
-    // Bring the search indexes up to date while the client starts talking,
-    // and complete and trim the history.
-    let memdir = Arc::clone(&server.memdir);
-    tokio::task::spawn_blocking(move || {
-        match memdir.maintain() {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(versions = n, "dropped versions beyond the retention"),
-            Err(e) => tracing::warn!(error = %e, "history upkeep failed"),
-        }
-        memdir.warm_indexes();
-    });
+    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Stdio);
+    server.start_upkeep();
     let written = transport.written();
     let served = match (Counted { server, flow }).serve(transport).await {
         Ok(service) => service

@@ -9,13 +9,18 @@
 //! log's blocking writes to stderr would then fail whenever the pipe is full. When the
 //! server ends (its client closed stdin) the flag is taken off again, so a shell or host
 //! that shares these descriptors gets them back as they were; a process that is killed
-//! cannot do that.
+//! cannot do that. This is the Unix path (Linux and macOS); on Windows, stdin and stdout
+//! are always tokio's blocking kinds.
 
+#[cfg(unix)]
 use std::io;
+#[cfg(unix)]
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
+#[cfg(unix)]
 use rustix::fs::{FileType, OFlags};
 use tokio::io::{AsyncRead, AsyncWrite};
+#[cfg(unix)]
 use tokio::net::unix::pipe;
 
 pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
@@ -24,6 +29,7 @@ pub type Writer = Box<dyn AsyncWrite + Send + Unpin>;
 /// The transport over this process's stdin and stdout, and the guard that restores
 /// their flags. Must be called inside the runtime (non-blocking handles register with
 /// its event loop).
+#[cfg(unix)]
 pub fn transport() -> (Reader, Writer, Restore) {
     let mut restore = Restore(Vec::new());
     let reader: Reader = match nonblocking(io::stdin().as_fd(), &mut restore, |fd| {
@@ -41,6 +47,17 @@ pub fn transport() -> (Reader, Writer, Restore) {
     (reader, writer, restore)
 }
 
+/// The transport over this process's stdin and stdout: tokio's blocking kinds, which read
+/// and write on a helper thread (Windows pipes are not polled on the event loop here).
+#[cfg(not(unix))]
+pub fn transport() -> (Reader, Writer, Restore) {
+    (
+        Box::new(tokio::io::stdin()),
+        Box::new(tokio::io::stdout()),
+        Restore,
+    )
+}
+
 /// `fd` as a non-blocking handle registered with the runtime (`register`), when it is a
 /// pipe or a socket (both can be polled) and not also stderr; `None`, with `fd` left as it
 /// was, for anything else or when a step fails.
@@ -48,6 +65,7 @@ pub fn transport() -> (Reader, Writer, Restore) {
 /// The handle is a duplicate sharing the open file description, so the flag applies to
 /// `fd` too: if it was set here, `restore` takes it off again. The read and write calls
 /// the pipe types make are the same for a socket, so one kind of handle serves both.
+#[cfg(unix)]
 fn nonblocking<T>(
     fd: BorrowedFd<'_>,
     restore: &mut Restore,
@@ -90,6 +108,7 @@ fn nonblocking<T>(
 }
 
 /// Takes `O_NONBLOCK` off, leaving any other flag as it is now.
+#[cfg(unix)]
 fn clear_nonblocking(fd: &OwnedFd) {
     if let Ok(flags) = rustix::fs::fcntl_getfl(fd) {
         let _ = rustix::fs::fcntl_setfl(fd, flags - OFlags::NONBLOCK);
@@ -97,8 +116,14 @@ fn clear_nonblocking(fd: &OwnedFd) {
 }
 
 /// Takes `O_NONBLOCK` off the descriptors the transport put it on, when dropped.
+#[cfg(unix)]
 pub struct Restore(Vec<OwnedFd>);
 
+/// Nothing to restore where stdio stays blocking.
+#[cfg(not(unix))]
+pub struct Restore;
+
+#[cfg(unix)]
 impl Drop for Restore {
     fn drop(&mut self) {
         for fd in &self.0 {

@@ -263,6 +263,9 @@ impl MemdirServer {
 /// request's own `_meta` when it carries one (every request of the 2026-07-28 era, which
 /// has no handshake, does) or else from `initialize`.
 pub(super) fn actor(ctx: &RequestContext<RoleServer>) -> String {
+    if let Some(actor) = super::transport::http::actor(ctx) {
+        return actor;
+    }
     match ctx.client_info() {
         Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
         _ => "unknown-client".into(),

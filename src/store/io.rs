@@ -3,18 +3,17 @@
 //! Reads open non-blocking and check the opened handle (`fstat`): only regular files with
 //! one link are read, so a FIFO cannot hang the server and a hard link cannot alias data
 //! outside. Writes go temp file → write → fsync → rename into place → fsync folder, so a
-//! crash leaves the old content or the new, never a torn file; a create-only write uses
-//! `renameat2(RENAME_NOREPLACE)`, so exactly one of several racing creators wins.
+//! crash leaves the old content or the new, never a torn file; a create-only write renames
+//! without replacing (`platform::rename_noreplace`), so exactly one of several racing
+//! creators wins.
 
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use cap_fs_ext::OpenOptionsMaybeDirExt;
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
-use rustix::fs::RenameFlags;
+use cap_std::fs::{Dir, OpenOptions};
 
+use super::platform::{self, dir_options, sync_dir};
 use super::{EntryKind, Stamp, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path, release};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
@@ -43,31 +42,19 @@ pub enum WriteMode {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Options that open a folder and nothing else: with `O_DIRECTORY` a FIFO (or any other
-/// non-folder) in a folder's place fails at once with `ENOTDIR`, where a plain open would
-/// wait for a writer forever; `O_NONBLOCK` besides, as for every open of the store.
-pub(super) fn dir_options() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    options
-        .read(true)
-        .maybe_dir(true)
-        .custom_flags((rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::NONBLOCK).bits() as i32);
-    options
-}
-
 impl Store {
     /// Reads a regular file, following symlinks only while they stay inside the store.
     pub fn read(&self, path: &MemPath) -> Result<FileData> {
-        let mut options = OpenOptions::new();
-        options.read(true).custom_flags(
-            rustix::fs::OFlags::NONBLOCK.bits() as i32 | rustix::fs::OFlags::NOCTTY.bits() as i32,
-        );
         let file = self
             .dir
-            .open_with(rel_path(path), &options)
+            .open_with(rel_path(path), &platform::read_options())
             .map_err(|e| map_io(path, e))?;
         let meta = file.metadata().map_err(|e| map_io(path, e))?;
-        check_regular(path, &EntryKind::of(&meta.file_type()), nlink(&meta))?;
+        let links = match platform::nlink(&meta) {
+            2 if self.linking_in(&file, &meta) => 1,
+            links => links,
+        };
+        check_regular(path, &EntryKind::of(&meta.file_type()), links)?;
         if meta.len() > READ_LIMIT {
             return Err(Error::TooLarge {
                 path: path.canonical(),
@@ -87,6 +74,28 @@ impl Store {
                 .map(|t| t.into_std())
                 .unwrap_or(SystemTime::UNIX_EPOCH),
         })
+    }
+
+    /// Whether the second link of an opened file with two is a create-only write of another
+    /// process caught between its two steps (`platform::rename_noreplace` without
+    /// `RENAME_NOREPLACE`: the temp file is linked to its name, then unlinked). Either the
+    /// temp name is found with the file's inode, or it is gone, and then the file has
+    /// one link by the time the folder has been read.
+    fn linking_in(&self, file: &cap_std::fs::File, meta: &cap_std::fs::Metadata) -> bool {
+        let Ok(temps) = self.dir.open_dir(TEMP_DIR) else {
+            return false;
+        };
+        let Ok(entries) = temps.entries() else {
+            return false;
+        };
+        let ino = platform::ino(meta);
+        let temp_holds_it = entries.flatten().any(|entry| {
+            entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+                && entry
+                    .metadata()
+                    .is_ok_and(|m| m.is_file() && platform::ino(&m) == ino)
+        });
+        temp_holds_it || file.metadata().is_ok_and(|m| platform::nlink(&m) == 1)
     }
 
     /// Durably writes `bytes` at `path`, creating parent folders, and returns the stamp of
@@ -168,30 +177,12 @@ impl Store {
         drop(temp);
         self.pause("after-fsync");
         let renamed = match mode {
-            WriteMode::Replace => rustix::fs::renameat(temp_dir, temp_name, parent, name),
-            WriteMode::CreateNew => {
-                match rustix::fs::renameat_with(
-                    temp_dir,
-                    temp_name,
-                    parent,
-                    name,
-                    RenameFlags::NOREPLACE,
-                ) {
-                    // File systems without RENAME_NOREPLACE: we hold the store lock, so
-                    // only an outside editor could race this check.
-                    Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
-                        match entry_at(parent, name, path)? {
-                            Some(_) => Err(rustix::io::Errno::EXIST),
-                            None => rustix::fs::renameat(temp_dir, temp_name, parent, name),
-                        }
-                    }
-                    other => other,
-                }
-            }
+            WriteMode::Replace => platform::rename_replace(temp_dir, temp_name, parent, name),
+            WriteMode::CreateNew => platform::rename_noreplace(temp_dir, temp_name, parent, name),
         };
-        renamed.map_err(|e| map_io(path, e.into()))?;
+        renamed.map_err(|e| map_io(path, e))?;
         self.pause("after-rename");
-        rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+        sync_dir(parent).map_err(|e| map_io(path, e))?;
         Ok(stamp)
     }
 
@@ -221,24 +212,10 @@ impl Store {
             )));
         }
         let to_parent = self.ensure_parent(to)?;
-        let renamed = match rustix::fs::renameat_with(
-            &from_parent,
-            from_name,
-            &to_parent,
-            to_name,
-            RenameFlags::NOREPLACE,
-        ) {
-            Err(rustix::io::Errno::INVAL) | Err(rustix::io::Errno::NOSYS) => {
-                match entry_at(&to_parent, to_name, to)? {
-                    Some(_) => Err(rustix::io::Errno::EXIST),
-                    None => rustix::fs::renameat(&from_parent, from_name, &to_parent, to_name),
-                }
-            }
-            other => other,
-        };
-        renamed.map_err(|e| map_io(to, e.into()))?;
-        rustix::fs::fsync(to_parent.as_fd()).map_err(|e| map_io(to, e.into()))?;
-        rustix::fs::fsync(from_parent.as_fd()).map_err(|e| map_io(from, e.into()))?;
+        platform::rename_noreplace(&from_parent, from_name, &to_parent, to_name)
+            .map_err(|e| map_io(to, e))?;
+        sync_dir(&to_parent).map_err(|e| map_io(to, e))?;
+        sync_dir(&from_parent).map_err(|e| map_io(from, e))?;
         Ok(())
     }
 
@@ -257,7 +234,7 @@ impl Store {
             Some(_) => {
                 let removed = release::hold(&parent, name);
                 parent.remove_file(name).map_err(|e| map_io(path, e))?;
-                rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+                sync_dir(&parent).map_err(|e| map_io(path, e))?;
                 if let Some(old) = removed {
                     release::release_later(old);
                 }
@@ -272,7 +249,7 @@ impl Store {
         let name = target_name(path)?;
         let parent = self.open_dir(&path.parent().unwrap_or_else(|| path.clone()), path)?;
         parent.remove_dir(name).map_err(|e| map_io(path, e))?;
-        rustix::fs::fsync(parent.as_fd()).map_err(|e| map_io(path, e.into()))?;
+        sync_dir(&parent).map_err(|e| map_io(path, e))?;
         Ok(())
     }
 
@@ -289,19 +266,13 @@ impl Store {
         Ok(entry_at(&parent, target_name(path)?, path)?.map(|(k, _)| k))
     }
 
-    /// A readable handle on folder `dir`, opened beneath the store.
-    pub(super) fn open_dir_handle(&self, dir: &MemPath) -> std::io::Result<Dir> {
-        let file = self.dir.open_with(rel_path(dir), &dir_options())?;
-        Ok(Dir::from_std_file(file.into_std()))
-    }
-
     /// Opens folder `dir` for `*at` calls and fsync (readable, not `O_PATH`).
     fn open_dir(&self, dir: &MemPath, for_path: &MemPath) -> Result<Dir> {
         let file = match self.dir.open_with(rel_path(dir), &dir_options()) {
             Ok(file) => file,
             // Something other than a folder is there (a file, a FIFO, a device), or on
             // the way to it: the first is named as such, the second is a missing path.
-            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+            Err(e) if platform::is_not_dir(&e) => {
                 return Err(match self.dir.metadata(rel_path(dir)) {
                     Ok(meta) if !meta.is_dir() => Error::NotAFolder {
                         path: dir.canonical(),
@@ -330,7 +301,7 @@ impl Store {
                 Ok(()) => {
                     let above =
                         self.open_dir(&sub.parent().unwrap_or_else(|| sub.clone()), path)?;
-                    rustix::fs::fsync(above.as_fd()).map_err(|e| map_io(path, e.into()))?;
+                    sync_dir(&above).map_err(|e| map_io(path, e))?;
                 }
                 Err(e) if e.kind() == ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(map_io(&sub, e)),
@@ -377,15 +348,10 @@ fn target_name(path: &MemPath) -> Result<&str> {
 /// What is at `name` in `parent`, not following a final symlink: kind and link count.
 fn entry_at(parent: &Dir, name: &str, path: &MemPath) -> Result<Option<(EntryKind, u64)>> {
     match parent.symlink_metadata(name) {
-        Ok(m) => Ok(Some((EntryKind::of(&m.file_type()), nlink(&m)))),
+        Ok(m) => Ok(Some((EntryKind::of(&m.file_type()), platform::nlink(&m)))),
         Err(e) if super::is_missing(&e) => Ok(None),
         Err(e) => Err(map_io(path, e)),
     }
-}
-
-fn nlink(meta: &cap_std::fs::Metadata) -> u64 {
-    use cap_std::fs::MetadataExt;
-    meta.nlink()
 }
 
 /// Regular files with a single link only.

@@ -1,4 +1,7 @@
-//! Cross-process serialisation of mutations: an exclusive `flock` on `.memdir/lock`.
+//! Cross-process serialisation of mutations: an exclusive lock on `.memdir/lock` through
+//! std's `File::lock` (`flock` on Unix, `LockFileEx` on Windows, where the lock is
+//! mandatory: only the holder's own handle, which reads and writes the intent, may use
+//! the file meanwhile).
 //! Each acquisition opens the file anew (its own open file description), so threads of one
 //! process exclude each other as processes do. The kernel drops the lock when its holder
 //! dies, so a crashed writer never blocks the others.
@@ -12,7 +15,7 @@ use std::sync::atomic::Ordering;
 
 use cap_std::fs::OpenOptions;
 
-use super::{LOCK_FILE, STATE_DIR, Store};
+use super::{LOCK_FILE, STATE_DIR, Store, platform};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
@@ -25,19 +28,17 @@ pub struct StoreLock {
 impl StoreLock {
     /// The intent left in the lock file (empty when the last holder finished cleanly).
     pub fn intent(&self) -> Result<Vec<u8>> {
-        use std::os::unix::fs::FileExt;
         let len = self._file.metadata().map_err(lock_io)?.len();
         let mut bytes = vec![0; len as usize];
-        self._file.read_exact_at(&mut bytes, 0).map_err(lock_io)?;
+        platform::read_exact_at(&self._file, &mut bytes, 0).map_err(lock_io)?;
         Ok(bytes)
     }
 
     /// Records the intent of the mutation about to happen (not synced: it only has to
     /// survive a crash of this process).
     pub fn set_intent(&self, bytes: &[u8]) -> Result<()> {
-        use std::os::unix::fs::FileExt;
         self._file.set_len(0).map_err(lock_io)?;
-        self._file.write_all_at(bytes, 0).map_err(lock_io)
+        platform::write_all_at(&self._file, bytes, 0).map_err(lock_io)
     }
 
     /// The mutation finished (or never started): no intent.

@@ -4,14 +4,27 @@
 //! moment of the operation. Nothing else in the crate calls `std::fs` on store data.
 //!
 //! Layout: `io` reads and durably writes single files, `walk` lists folders, `lock`
-//! serialises mutations across processes, `watch` notices changes made by others. Layer 1 of the path policy is `crate::path`.
+//! serialises mutations across processes, `watch` notices changes made by others,
+//! `platform` holds what differs between operating systems (Linux fast paths, portable
+//! paths for macOS and Windows, forced on Linux by the `portable` feature). Layer 1 of the
+//! path policy is `crate::path`.
 
+pub mod config;
 pub mod folder;
 mod io;
 mod lock;
+mod platform;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod release;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+#[path = "release_off.rs"]
 mod release;
 mod state;
 mod walk;
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+mod watch;
+#[cfg(any(not(target_os = "linux"), feature = "portable"))]
+#[path = "watch_poll.rs"]
 mod watch;
 
 use std::io::ErrorKind;
@@ -28,7 +41,11 @@ use crate::path::MemPath;
 pub use io::{FileData, WriteMode};
 pub use lock::StoreLock;
 pub use walk::{EntryKind, WalkEntry, hidden_name, visible_name};
-pub use watch::{Changes, Watcher};
+pub use watch::Watcher;
+
+/// Whether this build uses the Linux-only mechanisms (inotify, `renameat2`, deferred
+/// inode release) or the portable ones (see `platform`).
+pub const LINUX_FAST: bool = platform::LINUX_FAST;
 
 /// Name of the reserved state folder inside every store.
 pub const STATE_DIR: &str = ".memdir";
@@ -69,6 +86,15 @@ pub struct Store {
     pub(crate) intents: bool,
 }
 
+/// What changed in a watched store since the last drain.
+#[derive(Debug, Default)]
+pub struct Changes {
+    /// Paths (files or folders) created, changed, moved or removed.
+    pub paths: Vec<MemPath>,
+    /// Events were dropped (or a folder could not be watched): trust nothing, rescan.
+    pub overflow: bool,
+}
+
 /// What identifies a version of a file without reading it: size, modification time
 /// (nanoseconds since the epoch) and inode (an atomic replace changes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,11 +106,10 @@ pub struct Stamp {
 
 impl Stamp {
     fn of(meta: &cap_std::fs::Metadata) -> Stamp {
-        use cap_std::fs::MetadataExt;
         Stamp {
             size: meta.len(),
-            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            ino: meta.ino(),
+            mtime_ns: platform::mtime_ns(meta),
+            ino: platform::ino(meta),
         }
     }
 }
@@ -230,15 +255,13 @@ fn rel_path(path: &MemPath) -> PathBuf {
 }
 
 fn is_missing(e: &std::io::Error) -> bool {
-    e.kind() == ErrorKind::NotFound
-        || e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+    e.kind() == ErrorKind::NotFound || platform::is_not_dir(e)
 }
 
 /// The one constructor of [`Error::Escape`]: cap-std reports a path that would leave the
 /// directory as `PermissionDenied` without an OS error code, unlike a real `EACCES`.
 fn escape(path: &MemPath, e: &std::io::Error) -> Option<Error> {
-    let loops = e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
-        || e.raw_os_error() == Some(rustix::io::Errno::XDEV.raw_os_error());
+    let loops = platform::is_loop_or_crossing(e);
     if (e.kind() == ErrorKind::PermissionDenied && e.raw_os_error().is_none()) || loops {
         Some(Error::Escape {
             path: path.canonical(),

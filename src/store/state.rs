@@ -3,10 +3,10 @@
 //! Names here come from memdir, never from agents.
 
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
-use std::os::fd::AsFd;
 
-use cap_std::fs::{Dir, OpenOptions, OpenOptionsExt};
+use cap_std::fs::Dir;
 
+use super::platform::{nonblocking, sync_dir};
 use super::{STATE_DIR, Store};
 use crate::error::{Error, Result};
 
@@ -28,7 +28,7 @@ impl Store {
         let (dir, name) = rel.rsplit_once('/').unwrap_or((".", rel));
         let handle = self
             .dir
-            .open_with(dir, &super::io::dir_options())
+            .open_with(dir, &super::platform::dir_options())
             .map_err(state_error)?;
         Ok((Dir::from_std_file(handle.into_std()), name.to_owned()))
     }
@@ -44,7 +44,7 @@ impl Store {
         file.sync_all().map_err(state_error)?;
         drop(file);
         parent.rename(&temp, &parent, &name).map_err(state_error)?;
-        rustix::fs::fsync(parent.as_fd()).map_err(|e| state_error(e.into()))?;
+        sync_dir(&parent).map_err(state_error)?;
         Ok(())
     }
 
@@ -104,13 +104,4 @@ impl Store {
         file.set_len(len).map_err(state_error)?;
         file.sync_all().map_err(state_error)
     }
-}
-
-/// Options for a state file: `O_NONBLOCK`, so a FIFO someone put in `.memdir/` fails or
-/// reads empty at once instead of blocking the store's lock holder forever (it has no
-/// effect on regular files).
-fn nonblocking() -> OpenOptions {
-    let mut options = OpenOptions::new();
-    options.custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    options
 }

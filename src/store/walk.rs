@@ -23,23 +23,37 @@ pub enum EntryKind {
 
 impl EntryKind {
     pub fn of(ft: &FileType) -> EntryKind {
-        use cap_std::fs::FileTypeExt;
         if ft.is_file() {
             EntryKind::File
         } else if ft.is_dir() {
             EntryKind::Dir
         } else if ft.is_symlink() {
             EntryKind::Symlink
-        } else if ft.is_fifo() {
-            EntryKind::Special("FIFO")
-        } else if ft.is_socket() {
-            EntryKind::Special("socket")
-        } else if ft.is_block_device() || ft.is_char_device() {
-            EntryKind::Special("device")
         } else {
-            EntryKind::Special("special file")
+            special_kind(ft)
         }
     }
+}
+
+/// What kind of special file (neither file, folder nor symlink) this is.
+#[cfg(unix)]
+fn special_kind(ft: &FileType) -> EntryKind {
+    use cap_std::fs::FileTypeExt;
+    if ft.is_fifo() {
+        EntryKind::Special("FIFO")
+    } else if ft.is_socket() {
+        EntryKind::Special("socket")
+    } else if ft.is_block_device() || ft.is_char_device() {
+        EntryKind::Special("device")
+    } else {
+        EntryKind::Special("special file")
+    }
+}
+
+/// Windows has no FIFOs, sockets or devices in folders.
+#[cfg(not(unix))]
+fn special_kind(_: &FileType) -> EntryKind {
+    EntryKind::Special("special file")
 }
 
 /// One listed entry.

@@ -10,18 +10,9 @@ use std::os::fd::{AsRawFd, OwnedFd};
 
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
-use super::Store;
 use super::walk::{EntryKind, visible_name};
+use super::{Changes, Store};
 use crate::path::MemPath;
-
-/// What changed since the last drain.
-#[derive(Debug, Default)]
-pub struct Changes {
-    /// Paths (files or folders) created, changed, moved or removed.
-    pub paths: Vec<MemPath>,
-    /// The kernel dropped events (or a watch could not be added): trust nothing, rescan.
-    pub overflow: bool,
-}
 
 /// An inotify instance with one watch per visible folder of a store.
 #[derive(Debug)]
@@ -131,6 +122,14 @@ impl Store {
                 self.watch_dir(watcher, &e.path);
             }
         }
+    }
+
+    /// A readable handle on folder `dir`, opened beneath the store.
+    fn open_dir_handle(&self, dir: &MemPath) -> std::io::Result<cap_std::fs::Dir> {
+        let file = self
+            .dir
+            .open_with(super::rel_path(dir), &super::platform::dir_options())?;
+        Ok(cap_std::fs::Dir::from_std_file(file.into_std()))
     }
 
     fn watch_dir(&self, watcher: &mut Watcher, dir: &MemPath) {

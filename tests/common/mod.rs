@@ -118,6 +118,15 @@ impl Server {
         }
     }
 
+    /// A server started some other way (over HTTP), driven through `client`.
+    pub fn attach(client: RunningService<RoleClient, ()>, pid: u32) -> Server {
+        Server {
+            client,
+            pid,
+            stderr: None,
+        }
+    }
+
     pub async fn call(&self, tool: &str, args: Value) -> Outcome {
         let Value::Object(map) = args else {
             panic!("tool arguments must be an object")

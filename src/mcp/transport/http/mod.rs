@@ -1,0 +1,502 @@
+//! MCP over Streamable HTTP (`memdir serve --http ADDR`): rmcp's stateless streamable
+//! HTTP service at `/mcp`, behind memdir's own gate.
+//!
+//! Every request to `/mcp` passes, in order: the `Host` and `Origin` checks (403), the
+//! bearer token (401; its NAME becomes the actor of the versions the request makes), a
+//! bounded body read (413 past the limit, 408 when it trickles in too slowly), and the
+//! JSON-RPC checks of the stdio transport (400 with a JSON-RPC error for a body that is
+//! not JSON, a batch, or not a message). Only then does rmcp see it. `GET /healthz`
+//! answers without authentication and says nothing about the stores.
+//!
+//! Stateless: every POST is served on its own, with no session, so several memdir
+//! processes can sit behind one load balancer. A request's library work runs on a blocking
+//! thread to its end even when the client disconnects: a write is whole or not done.
+//!
+//! Shutdown (SIGTERM, SIGINT): the listener closes, requests that arrive on open
+//! connections get 503, `subscriptions/listen` streams end, in-flight calls finish and
+//! are answered, then the process exits. SIGHUP re-reads the tokens file.
+
+mod gate;
+mod tokens;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use self::gate::Gate;
+use self::tokens::TokenFile;
+use super::super::{MemdirServer, ToolSet, Transport, framing};
+use crate::memory::Memdir;
+
+/// Reading a request's headers, and waiting for the next request on an idle keep-alive
+/// connection: a client silent for longer is disconnected.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+/// Reading a request's body once its headers arrived.
+const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
+/// holds a connection, watches and a polling task.
+const MAX_LISTENS: usize = 256;
+/// How long shutdown waits for in-flight calls before it exits anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
+/// How `memdir serve --http` listens.
+#[derive(Clone, Debug)]
+pub struct HttpOptions {
+    /// Address and port to bind (`127.0.0.1:8080`; port 0 picks a free one).
+    pub addr: SocketAddr,
+    /// `NAME TOKEN` per line; without it only a loopback address may be bound.
+    pub tokens: Option<PathBuf>,
+    /// More `Host` names (or `host:port`) the server answers to; `*` for any.
+    pub allow_hosts: Vec<String>,
+    /// More browser origins (`https://app.example.com`) accepted; `*` for any.
+    pub allow_origins: Vec<String>,
+    /// Largest request body in bytes.
+    pub max_body_bytes: usize,
+}
+
+/// Who made a request: the NAME of its bearer token. Put into the HTTP request's
+/// extensions, where the tools find it (rmcp hands them the request's parts).
+#[derive(Clone, Debug)]
+pub struct Identity(pub String);
+
+/// The actor a request over HTTP records: its token's NAME; without tokens (loopback
+/// only), the client's own name from the request's `_meta` (2026-07-28 era), else `http`.
+/// `None` when the request did not come over HTTP.
+pub fn actor(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<String> {
+    let parts = ctx.extensions.get::<http::request::Parts>()?;
+    if let Some(Identity(name)) = parts.extensions.get::<Identity>() {
+        return Some(name.clone());
+    }
+    Some(match ctx.meta.client_info() {
+        Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
+        _ => "http".into(),
+    })
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+/// Serves MCP over HTTP until SIGTERM or SIGINT.
+pub async fn serve_http(
+    memdir: Memdir,
+    tools: ToolSet,
+    options: HttpOptions,
+) -> anyhow::Result<()> {
+    let tokens = match &options.tokens {
+        Some(path) => Some(TokenFile::load(path).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
+    if tokens.is_none() && !options.addr.ip().is_loopback() {
+        anyhow::bail!(
+            "refusing to serve {} without authentication: other machines can reach that address. \
+             Add `--tokens FILE` (one `NAME TOKEN` per line, `chmod 600`), or bind a loopback \
+             address such as 127.0.0.1:{}",
+            options.addr,
+            options.addr.port()
+        );
+    }
+    let listener = TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.addr))?;
+    let local = listener.local_addr()?;
+
+    let flow = framing::FlowHandle::detached();
+    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http);
+    server.start_upkeep();
+    let config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        // memdir's gate checks Host and Origin first, with its own lists and messages.
+        .disable_allowed_hosts()
+        .disable_allowed_origins()
+        .with_max_request_body_bytes(options.max_body_bytes);
+    let template = server.clone();
+    let mcp = StreamableHttpService::new(
+        move || Ok(template.for_request()),
+        Arc::new(NeverSessionManager::default()),
+        config,
+    );
+    let app = Arc::new(App {
+        mcp,
+        gate: Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
+        tokens: tokens.clone(),
+        max_body: options.max_body_bytes,
+        draining: AtomicBool::new(false),
+        listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
+    });
+    tracing::info!(
+        tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
+        "listening on http://{local}/mcp{}",
+        if tokens.is_some() {
+            ""
+        } else {
+            " (no --tokens: loopback clients only, unauthenticated)"
+        }
+    );
+    if let Some(tokens) = tokens {
+        reload_on_hangup(tokens);
+    }
+
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut stop = std::pin::pin!(shutdown_signal());
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait a moment rather than spin.
+                    tracing::warn!(error = %e, "cannot accept a connection");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut stop => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let app = Arc::clone(&app);
+        let service = hyper::service::service_fn(move |req| Arc::clone(&app).handle(req, peer));
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, %peer, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    tracing::info!("shutting down: finishing the calls in flight");
+    app.draining.store(true, Ordering::Release);
+    flow.end_input();
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "calls still in flight after {}s; exiting anyway",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Re-reads the tokens file on each SIGHUP; a file that no longer reads keeps the tokens
+/// in force and says why.
+fn reload_on_hangup(tokens: TokenFile) {
+    #[cfg(unix)]
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hangup.recv().await.is_some() {
+            match tokens.reload() {
+                Ok(n) => {
+                    tracing::info!(tokens = n, file = %tokens.path().display(), "tokens re-read")
+                }
+                Err(e) => {
+                    tracing::error!("tokens not re-read, the previous ones stay in force: {e}")
+                }
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    drop(tokens);
+}
+
+struct App {
+    mcp: StreamableHttpService<MemdirServer, NeverSessionManager>,
+    gate: Gate,
+    tokens: Option<TokenFile>,
+    max_body: usize,
+    draining: AtomicBool,
+    listens: Arc<tokio::sync::Semaphore>,
+}
+
+/// What the access log says of one request.
+#[derive(Default)]
+struct Access {
+    rpc: Option<String>,
+    tool: Option<String>,
+    actor: Option<String>,
+}
+
+impl App {
+    async fn handle(
+        self: Arc<Self>,
+        request: Request<Incoming>,
+        peer: SocketAddr,
+    ) -> Result<Response<Body>, Infallible> {
+        let started = Instant::now();
+        let method = request.method().clone();
+        let path = request.uri().path().to_string();
+        let mut access = Access::default();
+        let response = match path.as_str() {
+            "/healthz" => health(&method),
+            "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
+            _ => text(
+                StatusCode::NOT_FOUND,
+                "Not Found: memdir serves MCP at /mcp (and GET /healthz)",
+            ),
+        };
+        tracing::info!(
+            target: "memdir::access",
+            %peer,
+            method = %method,
+            path = %crate::text::head_chars(&path, 100),
+            rpc = access.rpc.as_deref().unwrap_or("-"),
+            tool = access.tool.as_deref().unwrap_or("-"),
+            status = response.status().as_u16(),
+            ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
+            actor = access.actor.as_deref().unwrap_or("-"),
+        );
+        Ok(response)
+    }
+
+    async fn mcp(&self, request: Request<Incoming>, access: &mut Access) -> Response<Body> {
+        if self.draining.load(Ordering::Acquire) {
+            return text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
+            );
+        }
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        if let Err(e) = self.gate.host(host) {
+            return text(StatusCode::FORBIDDEN, &e);
+        }
+        let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
+        if let Err(e) = self.gate.origin(origin) {
+            return text(StatusCode::FORBIDDEN, &e);
+        }
+        let identity = match &self.tokens {
+            None => None,
+            Some(tokens) => match bearer(request.headers())
+                .and_then(|t| tokens.current().actor(t).map(str::to_string))
+            {
+                Some(name) => Some(name),
+                None => return unauthorized(),
+            },
+        };
+        access.actor = identity.clone();
+        let (mut parts, body) = request.into_parts();
+        if let Some(name) = identity {
+            parts.extensions.insert(Identity(name));
+        }
+        let mut listen_permit = None;
+        let body = if parts.method == Method::POST {
+            let bytes = match self.read_body(&parts, body).await {
+                Ok(bytes) => bytes,
+                Err(response) => return response,
+            };
+            match framing::decode(framing::trim(&bytes)) {
+                Ok(Some(message)) => {
+                    note(&message, access);
+                    if is_listen(&message) {
+                        match Arc::clone(&self.listens).try_acquire_owned() {
+                            Ok(permit) => listen_permit = Some(permit),
+                            Err(_) => {
+                                return text(
+                                    StatusCode::TOO_MANY_REQUESTS,
+                                    &format!(
+                                        "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
+                                    ),
+                                );
+                            }
+                        }
+                    }
+                }
+                Ok(None) => return empty(StatusCode::ACCEPTED),
+                // The stdio transport's words, for a body instead of a line.
+                Err((id, code, message)) => {
+                    let message = message
+                        .replace("per line", "per request")
+                        .replace("the line is not JSON", "the body is not JSON");
+                    return rpc_error(id, code, &message);
+                }
+            }
+            bytes
+        } else {
+            // rmcp answers GET and DELETE with 405 in stateless mode.
+            Bytes::new()
+        };
+        let request = Request::from_parts(parts, Full::new(body));
+        let response = self.mcp.handle(request).await;
+        match listen_permit {
+            // The stream counts until its body is dropped (ended, or the client gone).
+            Some(permit) => response.map(|body| {
+                body.map_frame(move |frame| {
+                    let _held = &permit;
+                    frame
+                })
+                .boxed()
+            }),
+            None => response,
+        }
+    }
+
+    /// The request body, at most `max_body` bytes, read within `BODY_TIMEOUT`.
+    async fn read_body(
+        &self,
+        parts: &http::request::Parts,
+        body: Incoming,
+    ) -> Result<Bytes, Response<Body>> {
+        let too_large = || {
+            text(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!(
+                    "Payload Too Large: a request body is at most {} bytes (a memory is at most its size limit; send large content as several edits)",
+                    self.max_body
+                ),
+            )
+        };
+        let declared = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.max_body as u64) {
+            return Err(too_large());
+        }
+        match tokio::time::timeout(BODY_TIMEOUT, Limited::new(body, self.max_body).collect()).await
+        {
+            Err(_) => Err(text(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!(
+                    "Request Timeout: the body did not arrive within {}s",
+                    BODY_TIMEOUT.as_secs()
+                ),
+            )),
+            Ok(Ok(collected)) => Ok(collected.to_bytes()),
+            Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
+            Ok(Err(_)) => Err(text(
+                StatusCode::BAD_REQUEST,
+                "Bad Request: the body could not be read",
+            )),
+        }
+    }
+}
+
+/// The JSON-RPC method (and tool) of a message, for the access log.
+fn note(message: &ClientJsonRpcMessage, access: &mut Access) {
+    if let ClientJsonRpcMessage::Request(request) = message {
+        access.rpc = Some(crate::text::head_chars(request.request.method(), 60));
+        if let ClientRequest::CallToolRequest(call) = &request.request {
+            access.tool = Some(crate::text::head_chars(&call.params.name, 60));
+        }
+    }
+}
+
+fn is_listen(message: &ClientJsonRpcMessage) -> bool {
+    matches!(message, ClientJsonRpcMessage::Request(r)
+        if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)))
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header (scheme case-insensitive).
+fn bearer(headers: &http::HeaderMap) -> Option<&[u8]> {
+    let value = headers.get(header::AUTHORIZATION)?.as_bytes();
+    let (scheme, token) = value.split_at_checked(7)?;
+    scheme
+        .eq_ignore_ascii_case(b"bearer ")
+        .then(|| token.trim_ascii())
+        .filter(|t| !t.is_empty())
+}
+
+fn health(method: &Method) -> Response<Body> {
+    if method == Method::GET || method == Method::HEAD {
+        json_response(StatusCode::OK, json!({"status": "ok"}))
+    } else {
+        text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "Method Not Allowed: use GET",
+        )
+    }
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = text(
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized: send `Authorization: Bearer <token>` with a token from the server's tokens file",
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer realm=\"memdir\""),
+    );
+    response
+}
+
+fn rpc_error(id: Value, code: i64, message: &str) -> Response<Body> {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+    )
+}
+
+fn json_response(status: StatusCode, value: Value) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(value.to_string())).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn text(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{message}\n"))).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+fn empty(status: StatusCode) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::new()).boxed());
+    *response.status_mut() = status;
+    response
+}
