@@ -978,7 +978,10 @@ async fn a_listen_stream_over_http_carries_changes_made_by_another_client() {
         )
         .await;
     until("notifications/resources/updated", &mut seen).await;
-    let updated = seen.split("notifications/resources/updated").nth(1).unwrap();
+    let updated = seen
+        .split("notifications/resources/updated")
+        .nth(1)
+        .unwrap();
     assert!(updated.contains("memory://memories/watched.md"), "{seen}");
     until("notifications/resources/list_changed", &mut seen).await;
     // SIGTERM ends the stream, and the server exits.
