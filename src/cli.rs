@@ -1,504 +1,90 @@
-//! The command line: options that configure the stores and the server, and subcommands
-//! for people who inspect memory from a terminal. The only module that prints to stdout,
-//! and only for subcommands (in serve mode stdout belongs to JSON-RPC).
+//! The command line: which stores to serve, the server's options, and subcommands for
+//! people who inspect memory from a terminal. The only module that prints to stdout, and
+//! only for subcommands (in serve mode stdout belongs to JSON-RPC).
+//!
+//! Layout: `args` is the grammar (clap), `stores` chooses the stores (flags, environment,
+//! default) and expands paths, `open` opens them as each command needs them and words the
+//! start-up line; this file runs the subcommands and renders their results.
 
-use std::path::PathBuf;
+mod args;
+mod open;
+mod stores;
+
+use std::path::Path;
 
 use anyhow::{Context, bail};
-use clap::{Args, Parser, Subcommand};
 
-use crate::history::Retention;
-use crate::mcp::ToolSet;
+use crate::index::cache;
 use crate::memory::{
-    HistoryRequest, IndexLocation, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest,
-    Settings,
+    HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
-use crate::store::StoreConfig;
+use crate::path::Target;
+use open::Access;
+use stores::Env;
 
-/// memdir: durable, searchable memory for AI agents, served over MCP (stdio).
-#[derive(Debug, Parser)]
-#[command(version, about, long_about = None)]
-pub struct Cli {
-    #[command(flatten)]
-    pub options: Options,
-    #[command(subcommand)]
-    pub command: Option<Command>,
-}
-
-#[derive(Debug, Args)]
-pub struct Options {
-    /// Serve DIR as the store named `memories` (created if missing).
-    #[arg(long, value_name = "DIR", global = true)]
-    pub root: Option<PathBuf>,
-    /// Serve DIR as store NAME; append `:ro` for read-only. Repeatable; the first store
-    /// (after --root's) is where relative paths resolve.
-    #[arg(long = "store", value_name = "NAME=DIR[:ro]", global = true)]
-    pub stores: Vec<String>,
-    /// A description of store NAME, shown to the agent in the server instructions.
-    #[arg(long = "describe", value_name = "NAME=TEXT", global = true)]
-    pub describe: Vec<String>,
-    /// Largest memory in bytes.
-    #[arg(long, default_value_t = 102_400, value_name = "BYTES", global = true)]
-    pub max_file_bytes: u64,
-    /// Largest tool result text in bytes (at least 4096); longer results paginate.
-    #[arg(long, default_value_t = 65_536, value_name = "BYTES", global = true,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(4096..))]
-    pub result_budget: usize,
-    /// Store content even when it looks like it holds a credential.
-    #[arg(long, global = true)]
-    pub allow_secrets: bool,
-    /// Keep search indexes under DIR instead of the user's cache folder
-    /// (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`).
-    #[arg(long, value_name = "DIR", global = true)]
-    pub index_dir: Option<PathBuf>,
-    /// Keep no search index: every search scans the files.
-    #[arg(long, global = true, conflicts_with = "index_dir")]
-    pub no_index: bool,
-    /// Keep no version history (mutations are not recorded; restore is unavailable).
-    #[arg(long, global = true)]
-    pub no_history: bool,
-    /// Keep at most N versions per memory (the current version of a live memory is
-    /// always kept). Applied at start-up.
-    #[arg(long, value_name = "N", global = true)]
-    pub keep_versions: Option<usize>,
-    /// Drop versions older than D days (the current version of a live memory is always
-    /// kept). Applied at start-up.
-    #[arg(long, value_name = "D", global = true)]
-    pub keep_days: Option<u64>,
-    /// Tools to offer: `default` (memory_list, memory_search, memory_read, memory_write,
-    /// memory_edit, memory_delete, memory_history), `anthropic` (only `memory`, Anthropic's
-    /// memory tool with its commands and exact strings, on the same stores) or `all`.
-    #[arg(long, value_enum, default_value_t = Tools::Default, value_name = "SET", global = true)]
-    pub tools: Tools,
-    /// Log level on stderr (error, warn, info, debug, trace); RUST_LOG overrides it.
-    #[arg(long, default_value = "info", value_name = "LEVEL", global = true)]
-    pub log_level: String,
-}
-
-/// The tool sets of `--tools`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Tools {
-    Default,
-    Anthropic,
-    All,
-}
-
-impl From<Tools> for ToolSet {
-    fn from(tools: Tools) -> ToolSet {
-        match tools {
-            Tools::Default => ToolSet::Default,
-            Tools::Anthropic => ToolSet::Anthropic,
-            Tools::All => ToolSet::All,
-        }
-    }
-}
-
-#[derive(Debug, Subcommand)]
-pub enum Command {
-    /// Run the MCP server: on stdio (the default), or over HTTP with `--http ADDR`.
-    Serve(ServeArgs),
-    /// List memories under a path.
-    List {
-        #[arg(default_value = "/")]
-        path: String,
-        /// Levels to show (default: every file, recursively).
-        #[arg(long)]
-        depth: Option<usize>,
-        /// Print one JSON object per entry instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Print one memory with numbered lines.
-    Read {
-        path: String,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Show the versions of a memory (or of everything under a folder), newest first.
-    History {
-        #[arg(default_value = "/")]
-        path: String,
-        /// Most versions to show.
-        #[arg(long, default_value_t = 50)]
-        limit: usize,
-        /// Print the content of this version instead.
-        #[arg(long)]
-        version: Option<u64>,
-        /// Print JSON lines (one version per line) instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Restore a version's content at PATH (recorded as a new version by `cli`).
-    Restore {
-        path: String,
-        #[arg(long)]
-        version: u64,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Erase a version's content and path from the history, keeping who and when. The
-    /// content leaves the disk unless another kept version holds the same bytes.
-    Redact {
-        #[arg(long)]
-        version: u64,
-        /// The store's name (default: the first store).
-        store: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Verify each store: files the tools refuse (FIFOs, hard links, symlinks out of the
-    /// store, names no path can spell), the history log (every line a record, every
-    /// version's content present and intact), temp files of interrupted writes (removed),
-    /// a pending intent, and the search index. Exits 1 when a store has a problem.
-    Check {
-        /// Print one JSON object per store instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Write a store (default: the first) with its whole history to stdout, as a JSON
-    /// Lines archive: `memdir --root DIR export > backup.jsonl`.
-    Export {
-        /// The store's name (default: the first store).
-        store: Option<String>,
-    },
-    /// Read an archive made by `export` from stdin into a store (default: the first) that
-    /// has no memories and no history yet: `memdir --root NEW import < backup.jsonl`.
-    Import {
-        /// The store's name (default: the first store).
-        store: Option<String>,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Search memory contents.
-    Search {
-        query: String,
-        /// Only under this path.
-        #[arg(long)]
-        path: Option<String>,
-        #[arg(long, default_value_t = 10)]
-        limit: usize,
-        /// Print one JSON object per hit instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Delete memories whose frontmatter `expires` has passed, each as a version (restore
-    /// one with `restore`); `--dry-run` only lists them.
-    Prune {
-        /// Delete the expired memories (the one kind of pruning there is; required).
-        #[arg(long, required = true)]
-        expired: bool,
-        /// List what would be deleted; change nothing.
-        #[arg(long)]
-        dry_run: bool,
-        /// The store's name (default: the first store).
-        store: Option<String>,
-        /// Print one JSON object per memory instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List memories not updated for a while, oldest first, with name, description and
-    /// age: to keep, update or delete.
-    Review {
-        /// How long without an update: days (`90d`, or `90`) or weeks (`12w`).
-        #[arg(long, default_value = "90d", value_parser = parse_age)]
-        older_than: u64,
-        /// Only under this path.
-        #[arg(default_value = "/")]
-        path: String,
-        /// Print one JSON object per memory instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Write the generated index (one line per memory from its frontmatter `name` and
-    /// `description`, within 200 lines and 25 KB) to the store's MEMORY.md.
-    Index {
-        /// The store's name (default: the first store).
-        store: Option<String>,
-        /// Print a JSON object instead of text.
-        #[arg(long)]
-        json: bool,
-    },
-}
-
-/// Options of `memdir serve`.
-#[derive(Debug, Default, Args)]
-pub struct ServeArgs {
-    /// Serve MCP over Streamable HTTP at ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
-    /// one), on the path `/mcp`, instead of stdio. A non-loopback address needs `--tokens`.
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<std::net::SocketAddr>,
-    /// Bearer tokens for HTTP clients: one `NAME TOKEN` per line (`#` comments); NAME is
-    /// recorded as the actor of the versions its requests make. The file must not be
-    /// readable by other users (`chmod 600`); SIGHUP re-reads it.
-    #[arg(long, value_name = "FILE", requires = "http")]
-    pub tokens: Option<PathBuf>,
-    /// Also answer requests whose `Host` is HOST (or HOST:PORT): the name clients use to
-    /// reach this server. Loopback names and the bound address are always accepted; `*`
-    /// accepts any (not recommended). Repeatable.
-    #[arg(long = "allow-host", value_name = "HOST", requires = "http")]
-    pub allow_hosts: Vec<String>,
-    /// Also accept browser requests from ORIGIN (`https://app.example.com`, `:*` for any
-    /// port). Requests without `Origin` and from loopback origins are always accepted; `*`
-    /// accepts any (not recommended). Repeatable.
-    #[arg(long = "allow-origin", value_name = "ORIGIN", requires = "http")]
-    pub allow_origins: Vec<String>,
-    /// Largest HTTP request body in bytes (default: 1 MiB, or 8 times --max-file-bytes
-    /// when that is larger).
-    #[arg(long, value_name = "BYTES", requires = "http")]
-    pub max_body_bytes: Option<usize>,
-}
-
-impl ServeArgs {
-    /// The HTTP options, when `--http` was given.
-    pub fn http_options(&self, options: &Options) -> Option<crate::mcp::HttpOptions> {
-        let addr = self.http?;
-        let default_body = (1usize << 20).max(
-            usize::try_from(options.max_file_bytes)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(8),
-        );
-        Some(crate::mcp::HttpOptions {
-            addr,
-            tokens: self.tokens.clone(),
-            allow_hosts: self.allow_hosts.clone(),
-            allow_origins: self.allow_origins.clone(),
-            max_body_bytes: self.max_body_bytes.unwrap_or(default_body),
-        })
-    }
-}
-
-impl Options {
-    /// The stores to serve, in order.
-    pub fn store_configs(&self) -> anyhow::Result<Vec<StoreConfig>> {
-        let mut configs = Vec::new();
-        if let Some(root) = &self.root {
-            configs.push(StoreConfig {
-                name: "memories".into(),
-                dir: root.clone(),
-                read_only: false,
-                description: None,
-            });
-        }
-        for spec in &self.stores {
-            let (name, rest) = spec
-                .split_once('=')
-                .with_context(|| format!("--store {spec:?}: expected NAME=DIR or NAME=DIR:ro"))?;
-            let (dir, read_only) = match rest.rsplit_once(':') {
-                Some((dir, "ro")) => (dir, true),
-                Some((dir, "rw")) => (dir, false),
-                _ => (rest, false),
-            };
-            check_store_name(name)?;
-            if dir.is_empty() {
-                bail!("--store {spec:?}: the folder is empty");
-            }
-            configs.push(StoreConfig {
-                name: name.into(),
-                dir: dir.into(),
-                read_only,
-                description: None,
-            });
-        }
-        if configs.is_empty() {
-            bail!(
-                "no store to serve: give --root DIR (a store named `memories`) or --store NAME=DIR[:ro]"
-            );
-        }
-        for (i, c) in configs.iter().enumerate() {
-            if configs[..i].iter().any(|o| o.name == c.name) {
-                bail!("store name `{}` is given twice", c.name);
-            }
-        }
-        // The memory tool's `/memories` is the first store: a later store of that name
-        // could not be reached through it.
-        if self.tools != Tools::Default
-            && let Some(c) = configs.iter().skip(1).find(|c| c.name == "memories")
-        {
-            bail!(
-                "store `{}`: with --tools {}, /memories is the first store; give the store named `memories` first",
-                c.name,
-                if self.tools == Tools::All {
-                    "all"
-                } else {
-                    "anthropic"
-                }
-            );
-        }
-        for spec in &self.describe {
-            let (name, text) = spec
-                .split_once('=')
-                .with_context(|| format!("--describe {spec:?}: expected NAME=TEXT"))?;
-            let config = configs
-                .iter_mut()
-                .find(|c| c.name == name)
-                .with_context(|| format!("--describe names `{name}`, which is not a store"))?;
-            config.description = Some(text.into());
-        }
-        Ok(configs)
-    }
-
-    pub fn settings(&self) -> Settings {
-        Settings {
-            max_file_bytes: self.max_file_bytes,
-            result_budget: self.result_budget,
-            allow_secrets: self.allow_secrets,
-            index: match (&self.index_dir, self.no_index) {
-                (_, true) => IndexLocation::Off,
-                (Some(dir), false) => IndexLocation::Dir(dir.clone()),
-                (None, false) => IndexLocation::UserCache,
-            },
-            history: !self.no_history,
-            retention: Retention {
-                keep_versions: self.keep_versions,
-                keep_days: self.keep_days,
-            },
-        }
-    }
-}
-
-fn check_store_name(name: &str) -> anyhow::Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && !name.starts_with('.')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if !ok {
-        bail!(
-            "store name `{name}`: use 1-64 ASCII letters, digits, `-`, `_` or `.` (not starting with `.`)"
-        );
-    }
-    Ok(())
-}
+pub use args::{
+    CacheCommand, Cli, Command, HistoryArgs, IndexArgs, Lines, ServeArgs, StoreArgs, Tools,
+    WriteArgs,
+};
+pub use open::open_server;
+pub use stores::STORES_SEPARATOR;
 
 /// Runs a subcommand for a person at a terminal.
-pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
-    match command {
-        Command::Serve(_) => unreachable!("serve is handled by main"),
-        Command::List { path, depth, json } => {
-            let mut cursor: Option<String> = None;
-            loop {
-                let page = memdir.list(&ListRequest {
-                    path: Some(path),
-                    depth: *depth,
-                    limit: 1000,
-                    cursor: cursor.as_deref(),
-                    ..Default::default()
-                })?;
-                for e in &page.entries {
-                    if *json {
-                        println!(
-                            "{}",
-                            serde_json::json!({
-                                "path": e.path, "kind": if e.is_dir { "dir" } else { "file" },
-                                "size_bytes": e.size_bytes, "content_sha256": e.content_sha256,
-                                "updated_at": e.updated_at, "name": e.name,
-                                "description": e.description, "type": e.kind,
-                                "file_count": e.file_count, "expires_at": e.expires_at,
-                                "expired": e.expired,
-                            })
-                        );
-                        continue;
-                    }
-                    let name = e.name.as_deref().map(|n| format!("  {n}"));
-                    println!(
-                        "{:>10}  {}  {}{}",
-                        e.size_bytes,
-                        e.updated_at,
-                        e.path,
-                        name.unwrap_or_default()
-                    );
-                }
-                match page.next_cursor {
-                    Some(c) => cursor = Some(c),
-                    None => break,
-                }
-            }
+pub fn run_command(mut command: Command) -> anyhow::Result<()> {
+    let env = Env::of_process();
+    let mut settings = Settings::default();
+    let access = match &command {
+        Command::Serve(_) => bail!("`serve` is not a command for a terminal: see open_server"),
+        Command::Cache {
+            command: CacheCommand::Prune { index_dir },
+        } => return prune_caches(index_dir.as_deref(), &env),
+        Command::List { .. }
+        | Command::Read { .. }
+        | Command::History { .. }
+        | Command::Review { .. }
+        | Command::Export { .. } => Access::Read,
+        Command::Search { index, .. } | Command::Check { index, .. } => {
+            index.apply(&mut settings, &env)?;
+            Access::Read
         }
+        Command::Restore { limits, .. } => {
+            limits.apply(&mut settings);
+            Access::Change
+        }
+        Command::Redact { .. } | Command::Prune { .. } | Command::Index { .. } => Access::Change,
+        Command::Import { limits, .. } => {
+            limits.apply(&mut settings);
+            Access::Create
+        }
+    };
+    let stores = command.stores_mut().cloned().unwrap_or_default();
+    let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
+    let memdir = open::open(&chosen, access, settings)?;
+    match &command {
+        // Returned above.
+        Command::Serve(_) | Command::Cache { .. } => {}
+        Command::List {
+            path, depth, json, ..
+        } => list(&memdir, path, *depth, *json)?,
         Command::History {
             path,
             limit,
             version,
             json,
-        } => {
-            let r = memdir.history(&HistoryRequest {
-                path: Some(path),
-                limit: *limit,
-                cursor: None,
-                version: *version,
-                ..Default::default()
-            })?;
-            if let Some(content) = r.content {
-                print!("{content}");
-                return Ok(());
-            }
-            for v in r.versions {
-                if *json {
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "version": v.version, "path": v.path, "from": v.from,
-                            "operation": format!("{:?}", v.operation).to_lowercase(),
-                            "at": v.at, "actor": v.actor, "content_sha256": v.content_sha256,
-                            "size_bytes": v.size_bytes, "redacted": v.redacted,
-                            "reason": v.reason,
-                        })
-                    );
-                } else {
-                    let what = if v.redacted {
-                        "[redacted]".to_owned()
-                    } else {
-                        v.path
-                    };
-                    println!(
-                        "v{:<6} {}  {:<9} {}  by {}  {} bytes{}",
-                        v.version,
-                        v.at,
-                        format!("{:?}", v.operation).to_lowercase(),
-                        what,
-                        v.actor,
-                        v.size_bytes,
-                        v.reason.map(|r| format!("  ({r})")).unwrap_or_default()
-                    );
-                }
-            }
-        }
+            ..
+        } => history(&memdir, path, *limit, *version, *json)?,
         Command::Restore {
             path,
             version,
+            force,
             json,
-        } => {
-            let r = memdir.restore(&RestoreRequest {
-                path,
-                version: *version,
-                if_absent: false,
-                expected_sha256: None,
-                actor: "cli",
-            })?;
-            if *json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "path": r.path, "restored": version, "version": r.version,
-                        "unchanged": r.unchanged, "content_sha256": r.content_sha256,
-                    })
-                );
-            } else {
-                println!(
-                    "restored version {version} at {} (now version {})",
-                    r.path,
-                    r.version.map_or("unchanged".into(), |v| v.to_string())
-                );
-            }
-        }
+            ..
+        } => restore(&memdir, path, *version, *force, *json)?,
         Command::Redact {
             version,
             store,
             json,
+            ..
         } => {
             let r = memdir.redact(store.as_deref(), *version)?;
             if *json {
@@ -510,18 +96,24 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
             }
         }
-        Command::Read { path, json } => {
-            let r = memdir.read(path, None)?;
+        Command::Read {
+            path, lines, json, ..
+        } => {
+            let r = memdir.read(path, lines.map(|l| (l.start, l.end)))?;
             if *json {
                 println!(
                     "{}",
                     serde_json::json!({
                         "path": r.path, "content": r.content, "content_sha256": r.content_sha256,
                         "size_bytes": r.size_bytes, "total_lines": r.total_lines,
+                        "start_line": r.start_line, "end_line": r.end_line,
                         "updated_at": r.updated_at, "age_days": r.age_days,
                         "expires_at": r.expires_at, "expired": r.expired,
                     })
                 );
+            } else if r.size_bytes == 0 {
+                print!("{}", r.rendered);
+                println!("{} is empty", r.path);
             } else {
                 println!("{}", r.rendered);
             }
@@ -531,43 +123,9 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             path,
             limit,
             json,
-        } => {
-            let r = memdir.search(
-                &SearchRequest {
-                    query,
-                    path: path.as_deref(),
-                    limit: *limit,
-                    ..Default::default()
-                },
-                &|_, _| {},
-            )?;
-            if r.relaxed && !*json {
-                println!("(no memory has every word; showing partial matches)");
-            }
-            for h in r.hits {
-                if *json {
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "path": h.path, "score": h.score, "line": h.line,
-                            "snippet": h.snippet, "name": h.name,
-                            "description": h.description, "updated_at": h.updated_at,
-                            "expired": h.expired, "relaxed": r.relaxed,
-                        })
-                    );
-                    continue;
-                }
-                let name = h.name.as_deref().map(|n| format!("  {n}"));
-                println!(
-                    "{}  (score {:.2}){}\n{}\n",
-                    h.path,
-                    h.score,
-                    name.unwrap_or_default(),
-                    h.snippet
-                );
-            }
-        }
-        Command::Export { store } => {
+            ..
+        } => search(&memdir, query, path.as_deref(), *limit, *json)?,
+        Command::Export { store, .. } => {
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
             let summary = memdir.export(store.as_deref(), &mut out)?;
@@ -579,7 +137,7 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 eprintln!("left out {skipped}");
             }
         }
-        Command::Import { store, json } => {
+        Command::Import { store, json, .. } => {
             let summary = memdir.import(store.as_deref(), &mut std::io::stdin().lock())?;
             if *json {
                 println!(
@@ -593,57 +151,316 @@ pub fn run_command(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
                 );
             }
         }
-        Command::Check { json } => {
-            let checks = memdir.check();
-            for c in &checks {
-                if *json {
-                    println!(
-                        "{}",
-                        serde_json::json!({
-                            "store": c.store,
-                            "files": c.files,
-                            "versions": c.versions,
-                            "ok": c.problems.is_empty(),
-                            "problems": c.problems,
-                            "notes": c.notes,
-                        })
-                    );
-                    continue;
-                }
-                println!(
-                    "{}: {} file(s), {} version(s): {}",
-                    c.store,
-                    c.files,
-                    c.versions,
-                    match c.problems.len() {
-                        0 => "OK".to_owned(),
-                        n => format!("{n} problem(s)"),
-                    }
-                );
-                for p in &c.problems {
-                    println!("  problem: {p}");
-                }
-                for n in &c.notes {
-                    println!("  note: {n}");
-                }
-            }
-            let failing = checks.iter().filter(|c| !c.problems.is_empty()).count();
-            if failing > 0 {
-                bail!("problems found in {failing} store(s)");
-            }
-        }
+        Command::Check { json, .. } => check(&memdir, *json)?,
         Command::Prune {
             dry_run,
             store,
             json,
             ..
-        } => prune(memdir, store.as_deref(), *dry_run, *json)?,
+        } => prune(&memdir, store.as_deref(), *dry_run, *json)?,
         Command::Review {
             older_than,
             path,
             json,
-        } => review(memdir, path, *older_than, *json)?,
-        Command::Index { store, json } => index(memdir, store.as_deref(), *json)?,
+            ..
+        } => review(&memdir, path, *older_than, *json)?,
+        Command::Index { store, json, .. } => index(&memdir, store.as_deref(), *json)?,
+    }
+    Ok(())
+}
+
+/// What a path names, for saying there is nothing there: `/memories/notes`, or every
+/// store (`/memories, /docs`).
+fn scope(memdir: &Memdir, raw: &str) -> String {
+    let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
+    match crate::path::parse(raw, &names) {
+        Ok(Target::Path(p)) => p.canonical(),
+        Ok(Target::AllStores) => names
+            .iter()
+            .map(|n| format!("/{n}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Err(_) => raw.to_owned(),
+    }
+}
+
+fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow::Result<()> {
+    let mut cursor: Option<String> = None;
+    let mut shown = 0;
+    loop {
+        let page = memdir.list(&ListRequest {
+            path: Some(path),
+            depth,
+            limit: 1000,
+            cursor: cursor.as_deref(),
+            ..Default::default()
+        })?;
+        for e in &page.entries {
+            if json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "path": e.path, "kind": if e.is_dir { "dir" } else { "file" },
+                        "size_bytes": e.size_bytes, "content_sha256": e.content_sha256,
+                        "updated_at": e.updated_at, "name": e.name,
+                        "description": e.description, "type": e.kind,
+                        "file_count": e.file_count, "expires_at": e.expires_at,
+                        "expired": e.expired,
+                    })
+                );
+                continue;
+            }
+            let name = e.name.as_deref().map(|n| format!("  {n}"));
+            println!(
+                "{:>10}  {}  {}{}{}",
+                e.size_bytes,
+                e.updated_at,
+                e.path,
+                if e.expired { "  [expired]" } else { "" },
+                name.unwrap_or_default()
+            );
+        }
+        shown += page.entries.len();
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => break,
+        }
+    }
+    if shown == 0 && !json {
+        println!("no memories in {}", scope(memdir, path));
+    }
+    Ok(())
+}
+
+fn history(
+    memdir: &Memdir,
+    path: &str,
+    limit: usize,
+    version: Option<u64>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let r = memdir.history(&HistoryRequest {
+        path: Some(path),
+        limit,
+        cursor: None,
+        version,
+        ..Default::default()
+    })?;
+    if version.is_some() {
+        match r.content {
+            Some(content) => print!("{content}"),
+            None => println!("version {} has no content (redacted)", version.unwrap_or(0)),
+        }
+        return Ok(());
+    }
+    if r.versions.is_empty() && !json {
+        println!("no versions of {}", scope(memdir, path));
+    }
+    for v in r.versions {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "version": v.version, "path": v.path, "from": v.from,
+                    "operation": format!("{:?}", v.operation).to_lowercase(),
+                    "at": v.at, "actor": v.actor, "content_sha256": v.content_sha256,
+                    "size_bytes": v.size_bytes, "redacted": v.redacted,
+                    "reason": v.reason,
+                })
+            );
+        } else {
+            let what = if v.redacted {
+                "[redacted]".to_owned()
+            } else {
+                v.path
+            };
+            println!(
+                "v{:<6} {}  {:<9} {}  by {}  {} bytes{}",
+                v.version,
+                v.at,
+                format!("{:?}", v.operation).to_lowercase(),
+                what,
+                v.actor,
+                v.size_bytes,
+                v.reason.map(|r| format!("  ({r})")).unwrap_or_default()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Restores a version at `path`; a version of another path only with `force` (a typo in
+/// the path or the version number would otherwise copy the wrong memory somewhere).
+fn restore(
+    memdir: &Memdir,
+    path: &str,
+    version: u64,
+    force: bool,
+    json: bool,
+) -> anyhow::Result<()> {
+    let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
+    let target = crate::path::parse_path(path, &names)?.canonical();
+    let found = memdir.history(&HistoryRequest {
+        path: Some(&target),
+        limit: 1,
+        cursor: None,
+        version: Some(version),
+        ..Default::default()
+    })?;
+    if let Some(v) = found.versions.first()
+        && !v.redacted
+        && v.path != target
+        && !force
+    {
+        bail!(
+            "version {version} is of {}, not {target}; to put its content at {target}, add --force",
+            v.path
+        );
+    }
+    let r = memdir.restore(&RestoreRequest {
+        path,
+        version,
+        if_absent: false,
+        expected_sha256: None,
+        actor: "cli",
+    })?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "path": r.path, "restored": version, "version": r.version,
+                "unchanged": r.unchanged, "content_sha256": r.content_sha256,
+            })
+        );
+    } else {
+        println!(
+            "restored version {version} at {} (now version {})",
+            r.path,
+            r.version.map_or("unchanged".into(), |v| v.to_string())
+        );
+    }
+    Ok(())
+}
+
+fn search(
+    memdir: &Memdir,
+    query: &str,
+    path: Option<&str>,
+    limit: usize,
+    json: bool,
+) -> anyhow::Result<()> {
+    let r = memdir.search(
+        &SearchRequest {
+            query,
+            path,
+            limit,
+            ..Default::default()
+        },
+        &|_, _| {},
+    )?;
+    if r.hits.is_empty() && !json {
+        let query = crate::text::head_chars(query, 200);
+        match path {
+            Some(path) => println!("no memory matches {query:?} in {}", scope(memdir, path)),
+            None => println!("no memory matches {query:?}"),
+        }
+        return Ok(());
+    }
+    if r.relaxed && !json {
+        println!("(no memory has every word; showing partial matches)");
+    }
+    for h in r.hits {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "path": h.path, "score": h.score, "line": h.line,
+                    "snippet": h.snippet, "name": h.name,
+                    "description": h.description, "updated_at": h.updated_at,
+                    "expired": h.expired, "relaxed": r.relaxed,
+                })
+            );
+            continue;
+        }
+        let name = h.name.as_deref().map(|n| format!("  {n}"));
+        println!(
+            "{}  (score {:.2}){}\n{}\n",
+            h.path,
+            h.score,
+            name.unwrap_or_default(),
+            h.snippet
+        );
+    }
+    Ok(())
+}
+
+fn check(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
+    let checks = memdir.check();
+    for c in &checks {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "store": c.store,
+                    "files": c.files,
+                    "versions": c.versions,
+                    "ok": c.problems.is_empty(),
+                    "problems": c.problems,
+                    "notes": c.notes,
+                })
+            );
+            continue;
+        }
+        println!(
+            "{}: {} file(s), {} version(s): {}",
+            c.store,
+            c.files,
+            c.versions,
+            match c.problems.len() {
+                0 => "OK".to_owned(),
+                n => format!("{n} problem(s)"),
+            }
+        );
+        for p in &c.problems {
+            println!("  problem: {p}");
+        }
+        for n in &c.notes {
+            println!("  note: {n}");
+        }
+    }
+    let failing = checks.iter().filter(|c| !c.problems.is_empty()).count();
+    if failing > 0 {
+        bail!("problems found in {failing} store(s)");
+    }
+    Ok(())
+}
+
+/// `memdir cache prune`.
+fn prune_caches(index_dir: Option<&Path>, env: &Env) -> anyhow::Result<()> {
+    let base = match index_dir {
+        Some(dir) => stores::expand_path(dir, env, "--index-dir")?,
+        None => cache::user_cache_dir()
+            .context("no user cache folder is known (HOME is not set): give --index-dir DIR")?,
+    };
+    let pruned = cache::prune(&base)
+        .with_context(|| format!("cannot prune the search indexes in {}", base.display()))?;
+    if pruned.is_empty() {
+        println!(
+            "no search index to prune in {} (every one belongs to a store that exists)",
+            base.display()
+        );
+    }
+    for p in &pruned {
+        match &p.store {
+            Some(store) => println!(
+                "removed {} (its store {store} no longer exists)",
+                p.folder.display()
+            ),
+            None => println!(
+                "removed {} (made by an older memdir, it does not say its store)",
+                p.folder.display()
+            ),
+        }
     }
     Ok(())
 }
@@ -778,16 +595,4 @@ fn index(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()>
 
 fn plural_y(n: usize) -> &'static str {
     if n == 1 { "y" } else { "ies" }
-}
-
-/// `90d`, `90` (days) or `12w` (weeks), as days.
-fn parse_age(s: &str) -> Result<u64, String> {
-    let (number, unit) = match s.strip_suffix(['d', 'w']) {
-        Some(n) => (n, &s[n.len()..]),
-        None => (s, "d"),
-    };
-    let n: u64 = number
-        .parse()
-        .map_err(|_| format!("`{s}` is not an age: give days (`90d`) or weeks (`12w`)"))?;
-    Ok(if unit == "w" { n.saturating_mul(7) } else { n })
 }

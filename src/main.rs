@@ -2,16 +2,14 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use memdir::cli::{Cli, Command, ServeArgs};
-use memdir::memory::Memdir;
+use memdir::cli::{Cli, Command};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     ignore_sigxfsz();
-    let cli = Cli::parse();
+    let cli = Cli::parse_args();
     let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.options.log_level)));
+        .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.log_level)));
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         // A log line that cannot be written (stderr closed, or full and non-blocking) is
@@ -42,14 +40,13 @@ fn ignore_sigxfsz() {
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
-    let memdir = Memdir::open(&cli.options.store_configs()?, cli.options.settings())?;
-    let command = cli
-        .command
-        .unwrap_or_else(|| Command::Serve(ServeArgs::default()));
-    let Command::Serve(serve) = &command else {
-        return memdir::cli::run_command(&memdir, &command);
+    let args = match cli.command {
+        None => cli.serve,
+        Some(Command::Serve(args)) => args,
+        Some(command) => return memdir::cli::run_command(command),
     };
-    match serve.http_options(&cli.options) {
+    let (memdir, tools) = memdir::cli::open_server(&args)?;
+    match args.http_options() {
         None => {
             // One thread runs the protocol (parsing, routing, encoding: microseconds per
             // message) and tools run on the blocking pool, so a request never waits for
@@ -57,8 +54,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            let served =
-                runtime.block_on(memdir::mcp::serve_stdio(memdir, cli.options.tools.into()));
+            let served = runtime.block_on(memdir::mcp::serve_stdio(memdir, tools));
             // Every request has been answered; background upkeep (index warm-up) is a
             // cache and may stop anywhere, so exit now instead of waiting for it.
             runtime.shutdown_background();
@@ -70,11 +66,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            let served = runtime.block_on(memdir::mcp::serve_http(
-                memdir,
-                cli.options.tools.into(),
-                http,
-            ));
+            let served = runtime.block_on(memdir::mcp::serve_http(memdir, tools, http));
             // A call whose client went away still runs to its end on its blocking thread:
             // give those a moment, so none is cut off by the exit (each write is atomic
             // either way).

@@ -6,15 +6,14 @@ use std::process::Command;
 
 use common::Sandbox;
 
+/// `memdir --root <store> ARGS`, with the sandbox as home and cache folder.
 fn memdir(sb: &Sandbox, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(common::BIN)
-        .args([
-            "--root",
-            sb.store().to_str().unwrap(),
-            "--index-dir",
-            sb.tmp.path().join("index").to_str().unwrap(),
-        ])
+        .args(["--root", sb.store().to_str().unwrap()])
         .args(args)
+        .env_clear()
+        .env("HOME", sb.tmp.path())
+        .env("XDG_CACHE_HOME", sb.tmp.path().join("cache"))
         .output()
         .unwrap();
     let err = format!(
@@ -51,7 +50,15 @@ fn subcommands_work_end_to_end() {
     assert!(ok && out.contains("by external"), "{out}{err}");
     let (ok, _, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "9"]);
     assert!(!ok && err.contains("no version 9"), "{err}");
+    // Version 1 is of notes/a.md: putting it at another path takes --force.
     let (ok, out, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "1"]);
+    assert!(
+        !ok && err.contains("version 1 is of /memories/notes/a.md, not /memories/notes/b.md")
+            && err.contains("--force"),
+        "{out}{err}"
+    );
+    assert!(!sb.store().join("notes/b.md").exists());
+    let (ok, out, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "1", "--force"]);
     assert!(ok && out.contains("now version 2"), "{out}{err}");
     assert_eq!(
         std::fs::read_to_string(sb.store().join("notes/b.md")).unwrap(),
@@ -103,11 +110,23 @@ fn history_restore_and_redact() {
 #[test]
 fn bad_options_fail_with_a_message() {
     for args in [
-        vec![],
         vec!["--store", "bad name=/tmp/x"],
         vec!["--store", "x"],
+        vec!["--store", "x", "list"],
+        vec!["--tools", "all", "list"],
+        vec!["list", "--max-file-bytes", "9"],
+        vec!["read", "a.md", "--lines", "3:2"],
+        vec!["read", "a.md", "--lines", "0:2"],
+        vec!["read", "a.md", "--lines", "x"],
+        vec!["--root", "/tmp", "cache", "prune"],
+        vec!["--root", "/tmp", "list", "--root", "/tmp"],
     ] {
-        let out = Command::new(common::BIN).args(&args).output().unwrap();
+        let out = Command::new(common::BIN)
+            .args(&args)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "nothing on stdout: {args:?}");
         assert!(!out.stderr.is_empty(), "{args:?}");
@@ -122,7 +141,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     // Restoring records versions: a history log with content.
     let (ok, _, err) = memdir(&sb, &["history", "notes/a.md"]);
     assert!(ok, "{err}");
-    let (ok, _, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "1"]);
+    let (ok, _, err) = memdir(&sb, &["restore", "notes/b.md", "--version", "1", "--force"]);
     assert!(ok, "{err}");
     let (ok, out, err) = memdir(&sb, &["check"]);
     assert!(ok, "{out}{err}");
@@ -190,8 +209,10 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
 fn memdir_at(root: &std::path::Path, args: &[&str], input: &[u8]) -> (bool, Vec<u8>, String) {
     use std::io::Write as _;
     let mut child = Command::new(common::BIN)
-        .args(["--root", root.to_str().unwrap(), "--no-index"])
+        .args(["--root", root.to_str().unwrap()])
         .args(args)
+        .env_clear()
+        .env("HOME", root.parent().unwrap())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -216,7 +237,7 @@ fn export_and_import_move_a_store_with_its_history() {
     assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
     std::fs::write(a.join("notes/a.md"), "second, ünïcode\n").unwrap();
     assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
-    let (ok, _, err) = memdir_at(&a, &["restore", "b.md", "--version", "1"], b"");
+    let (ok, _, err) = memdir_at(&a, &["restore", "b.md", "--version", "1", "--force"], b"");
     assert!(ok, "{err}");
     let (ok, archive, err) = memdir_at(&a, &["export"], b"");
     assert!(
@@ -244,7 +265,7 @@ fn export_and_import_move_a_store_with_its_history() {
     };
     assert_eq!(history(&a), history(&b));
     // The restored store's history is whole: an old version can be restored from it.
-    let (ok, _, err) = memdir_at(&b, &["restore", "c.md", "--version", "1"], b"");
+    let (ok, _, err) = memdir_at(&b, &["restore", "c.md", "--version", "1", "--force"], b"");
     assert!(ok, "{err}");
     assert_eq!(std::fs::read_to_string(b.join("c.md")).unwrap(), "first\n");
     let (ok, out, err) = memdir_at(&b, &["check"], b"");
@@ -526,4 +547,216 @@ fn subcommands_that_print_results_take_json() {
             .unwrap_or_else(|e| panic!("{args:?}: {e}: {out}"));
         assert_eq!(first[key], want, "{args:?}: {out}");
     }
+}
+
+#[test]
+fn every_command_says_something_when_there_is_nothing() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.store().join("notes")).unwrap();
+    std::fs::write(sb.store().join("notes/empty.md"), "").unwrap();
+    std::fs::write(sb.store().join("notes/a.md"), "alpha\n").unwrap();
+    std::fs::create_dir_all(sb.store().join("void")).unwrap();
+    for (args, says) in [
+        (
+            vec!["list", "/memories/void"],
+            "no memories in /memories/void\n",
+        ),
+        (vec!["search", "zebra"], "no memory matches \"zebra\"\n"),
+        (
+            vec!["search", "alpha", "--path", "void"],
+            "no memory matches \"alpha\" in /memories/void\n",
+        ),
+        (
+            vec!["history", "/memories/void"],
+            "no versions of /memories/void\n",
+        ),
+        (
+            vec!["read", "notes/empty.md"],
+            "/memories/notes/empty.md is empty\n",
+        ),
+    ] {
+        let (ok, out, err) = memdir(&sb, &args);
+        assert!(ok, "{args:?}: {err}");
+        assert_eq!(out, says, "{args:?}");
+    }
+    let empty = Sandbox::new();
+    let (ok, out, err) = memdir(&empty, &["list"]);
+    assert!(ok && out == "no memories in /memories\n", "{out}{err}");
+    let (ok, out, err) = memdir(&empty, &["history"]);
+    assert!(ok && out == "no versions of /memories\n", "{out}{err}");
+}
+
+#[test]
+fn read_lines_prints_a_range() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("a.md"), "one\ntwo\nthree\nfour\n").unwrap();
+    for (lines, says) in [
+        ("2:3", "     2\ttwo\n     3\tthree\n"),
+        ("3:", "     3\tthree\n     4\tfour\n"),
+        ("4", "     4\tfour\n"),
+    ] {
+        let (ok, out, err) = memdir(&sb, &["read", "a.md", "--lines", lines]);
+        assert!(ok, "{lines}: {err}");
+        assert_eq!(
+            out.trim_end_matches('\n'),
+            says.trim_end_matches('\n'),
+            "{lines}"
+        );
+    }
+    let (ok, _, err) = memdir(&sb, &["read", "a.md", "--lines", "9:10"]);
+    assert!(!ok && err.contains("4 lines"), "{err}");
+}
+
+#[test]
+fn the_help_of_a_subcommand_shows_only_what_it_takes() {
+    let help = |args: &[&str]| {
+        let out = Command::new(common::BIN)
+            .args(args)
+            .arg("--help")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let server_only = [
+        "--tools",
+        "--describe",
+        "--result-budget",
+        "--no-history",
+        "--keep-versions",
+        "--keep-days",
+    ];
+    for (args, takes, not) in [
+        (
+            vec!["list"],
+            vec!["--root", "--store", "--depth"],
+            vec!["--index-dir", "--lines", "--max-file-bytes"],
+        ),
+        (
+            vec!["read"],
+            vec!["--root", "--lines"],
+            vec!["--index-dir", "--depth"],
+        ),
+        (
+            vec!["search"],
+            vec!["--root", "--index-dir", "--no-index", "--limit"],
+            vec!["--max-file-bytes"],
+        ),
+        (
+            vec!["check"],
+            vec!["--json", "--index-dir"],
+            vec!["--allow-secrets"],
+        ),
+        (
+            vec!["restore"],
+            vec![
+                "--version",
+                "--force",
+                "--max-file-bytes",
+                "--allow-secrets",
+            ],
+            vec!["--index-dir"],
+        ),
+        (
+            vec!["export"],
+            vec!["--root"],
+            vec!["--index-dir", "--allow-secrets"],
+        ),
+        (
+            vec!["cache", "prune"],
+            vec!["--index-dir"],
+            vec!["--no-index", "--root", "--store"],
+        ),
+        (
+            vec!["serve"],
+            server_only.to_vec(),
+            vec!["--depth", "--lines"],
+        ),
+        (vec![], server_only.to_vec(), vec!["--depth", "--lines"]),
+    ] {
+        let text = help(&args);
+        for t in takes {
+            assert!(text.contains(t), "{args:?} takes {t}: {text}");
+        }
+        let mut not = not;
+        if !args.is_empty() && args[0] != "serve" {
+            not.extend(server_only);
+        }
+        for n in not {
+            assert!(!text.contains(n), "{args:?} does not take {n}: {text}");
+        }
+    }
+}
+
+#[test]
+fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
+    let sb = Sandbox::new();
+    let cache = sb.tmp.path().join("cache/memdir");
+    let run = |args: &[&str]| {
+        let out = Command::new(common::BIN)
+            .args(args)
+            .env_clear()
+            .env("HOME", sb.tmp.path())
+            .env("XDG_CACHE_HOME", sb.tmp.path().join("cache"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let search = |root: &std::path::Path, extra: &[&str]| {
+        let mut args = vec!["--root", root.to_str().unwrap(), "search", "alpha"];
+        args.extend(extra);
+        run(&args)
+    };
+    let kept = sb.store();
+    let gone = sb.tmp.path().join("gone");
+    std::fs::create_dir_all(&gone).unwrap();
+    for root in [&kept, &gone] {
+        std::fs::write(root.join("a.md"), "alpha\n").unwrap();
+        assert!(search(root, &[]).contains("/memories/a.md"));
+    }
+    let indexes = || {
+        let mut names: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(indexes().len(), 2, "{:?}", indexes());
+    // Not ours: left alone. An index of an older memdir (no record of its store): removed.
+    std::fs::create_dir_all(cache.join("photos")).unwrap();
+    std::fs::create_dir_all(cache.join("old-0123456789abcdef")).unwrap();
+    std::fs::write(cache.join("old-0123456789abcdef/index.sqlite3"), "").unwrap();
+
+    std::fs::remove_dir_all(&gone).unwrap();
+    let out = run(&["cache", "prune"]);
+    assert!(
+        out.contains(&format!("(its store {} no longer exists)", gone.display())),
+        "{out}"
+    );
+    assert!(
+        out.contains("old-0123456789abcdef (made by an older memdir"),
+        "{out}"
+    );
+    let left = indexes();
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.contains(&"photos".to_owned()), "{left:?}");
+    assert!(left.iter().any(|n| n.starts_with("memories-")), "{left:?}");
+    // The kept store's index still serves it; a second prune finds nothing.
+    assert!(search(&kept, &[]).contains("/memories/a.md"));
+    let out = run(&["cache", "prune"]);
+    assert!(out.starts_with("no search index to prune in"), "{out}");
+    // Under --index-dir too.
+    let elsewhere = sb.tmp.path().join("idx");
+    let elsewhere_arg = elsewhere.to_str().unwrap();
+    assert!(search(&kept, &["--index-dir", elsewhere_arg]).contains("a.md"));
+    std::fs::remove_dir_all(&kept).unwrap();
+    let out = run(&["cache", "prune", "--index-dir", elsewhere_arg]);
+    assert!(out.contains("no longer exists"), "{out}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }

@@ -7,6 +7,7 @@
 //! positions are our positions and phrase queries stay exact. Several processes write
 //! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
 
+pub mod cache;
 mod rank;
 
 use std::path::{Path, PathBuf};

@@ -66,6 +66,15 @@ impl ToolSet {
     }
 }
 
+/// The names of the tools a server offers for `tools` over these stores, sorted.
+pub fn offered_tools(memdir: &Memdir, tools: ToolSet) -> Vec<String> {
+    MemdirServer::router(memdir, tools)
+        .list_all()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect()
+}
+
 /// How the server is reached: it decides whether notifications can follow a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Transport {
@@ -98,6 +107,19 @@ impl MemdirServer {
         flow: framing::FlowHandle,
         transport: Transport,
     ) -> Self {
+        MemdirServer {
+            tool_router: Self::router(&memdir, tools),
+            memdir,
+            tools,
+            initialized: Arc::new(AtomicBool::new(false)),
+            subscriptions: Arc::default(),
+            flow,
+            transport,
+        }
+    }
+
+    /// The tools offered for `tools` over these stores.
+    fn router(memdir: &Memdir, tools: ToolSet) -> ToolRouter<Self> {
         let mut tool_router = ToolRouter::new();
         if tools.memory_tools() {
             tool_router += Self::tool_router();
@@ -112,15 +134,7 @@ impl MemdirServer {
                 tool_router.remove_route(name);
             }
         }
-        MemdirServer {
-            memdir,
-            tools,
-            tool_router,
-            initialized: Arc::new(AtomicBool::new(false)),
-            subscriptions: Arc::default(),
-            flow,
-            transport,
-        }
+        tool_router
     }
 
     /// The server for one stateless HTTP request: the stores, tools and flow are shared;

@@ -20,17 +20,17 @@ use std::time::Duration;
 use super::Memdir;
 use super::record::Recorder;
 use crate::error::Error;
-use crate::index::{Index, IndexResult, IndexedDoc, Stamp};
+use crate::index::{Index, IndexResult, IndexedDoc, Stamp, cache};
 use crate::path::MemPath;
 use crate::store::{EntryKind, Store, Watcher};
-use crate::text;
 
 /// Where search indexes live.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IndexLocation {
     /// No index: every search scans the files.
     Off,
-    /// The user's cache folder (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`).
+    /// The user's cache folder (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`,
+    /// `~/Library/Caches/memdir`, `%LOCALAPPDATA%\memdir`): see `index::cache`.
     UserCache,
     /// Under this folder.
     Dir(PathBuf),
@@ -112,17 +112,13 @@ impl Memdir {
         let base = match &self.settings.index {
             IndexLocation::Off => return None,
             IndexLocation::Dir(dir) => dir.clone(),
-            IndexLocation::UserCache => user_cache_dir().unwrap_or_else(|| {
+            IndexLocation::UserCache => cache::user_cache_dir().unwrap_or_else(|| {
                 PathBuf::from(store.host_key())
                     .join(".memdir")
                     .join("cache")
             }),
         };
-        let key = &text::sha256_hex(store.host_key().as_bytes())[..16];
-        Some(
-            base.join(format!("{}-{key}", store.name))
-                .join("index.sqlite3"),
-        )
+        Some(cache::db_path(&base, &store.name, store.host_key()))
     }
 
     /// Runs `f` on store `i`'s index, brought up to date first (reporting progress if that
@@ -145,7 +141,11 @@ impl Memdir {
             *slot = Slot::Closed;
         }
         if matches!(*slot, Slot::Closed) {
-            *slot = match self.index_path(i).map(|p| Index::open(&p)) {
+            let db = self.index_path(i);
+            if let Some(db) = &db {
+                cache::record_store(db, self.stores()[i].host_key());
+            }
+            *slot = match db.map(|p| Index::open(&p)) {
                 Some(Ok(index)) => Slot::Open(Box::new(Synced {
                     index,
                     watcher: None,
@@ -305,14 +305,6 @@ pub(crate) enum Change<'a> {
     Removed,
     /// A folder appeared (moved here): index what is in it.
     Tree,
-}
-
-fn user_cache_dir() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("memdir"))
 }
 
 /// Makes the index agree with the files at or below folder `scope`; returns the paths

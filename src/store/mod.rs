@@ -10,6 +10,7 @@
 //! path policy is `crate::path`.
 
 pub mod config;
+pub mod folder;
 mod io;
 mod lock;
 mod platform;
