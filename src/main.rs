@@ -50,7 +50,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         None => {
             // One thread runs the protocol (parsing, routing, encoding: microseconds per
             // message) and tools run on the blocking pool, so a request never waits for
-            // a worker thread to be woken (see ARCHITECTURE.md, "Write latency, and why").
+            // a worker thread to be woken (see docs/decisions/write-latency.md, "The stdio transport").
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
