@@ -361,14 +361,13 @@ async fn a_memorys_name_is_shown_in_list_and_search() {
     );
     s.stop().await;
     let out = std::process::Command::new(common::BIN)
-        .args([
-            "--root",
-            sb.store().to_str().unwrap(),
-            "--no-index",
-            "list",
-            "/memories",
-        ])
+        .args(["--root", sb.store().to_str().unwrap(), "list", "/memories"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("/memories/deploy.md  Deploy checklist"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("/memories/deploy.md  Deploy checklist"),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
