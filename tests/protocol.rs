@@ -638,6 +638,30 @@ async fn unknown_methods_are_not_found_and_unknown_notifications_are_ignored() {
 }
 
 #[tokio::test]
+async fn logging_set_level_takes_the_spec_levels_only() {
+    let mut server = Raw::start().await;
+    for (id, level, code) in [
+        (21, json!("info"), None),
+        (22, json!("emergency"), None),
+        (23, json!("verbose"), Some(-32602)),
+        (24, json!(3), Some(-32602)),
+    ] {
+        server
+            .send_line(
+                &json!({"jsonrpc": "2.0", "id": id, "method": "logging/setLevel", "params": {"level": level}})
+                    .to_string(),
+            )
+            .await;
+        let reply = server.reply(&json!(id)).await;
+        match code {
+            None => assert_eq!(reply["result"], json!({}), "{level}: {reply}"),
+            Some(code) => assert_eq!(reply["error"]["code"], json!(code), "{level}: {reply}"),
+        }
+    }
+    server.assert_still_serves().await;
+}
+
+#[tokio::test]
 async fn tool_calls_with_wrong_types_are_errors() {
     let mut server = Raw::start().await;
     let cases = [

@@ -272,6 +272,15 @@ impl Heads {
     }
 }
 
+/// What [`repair`] put right.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Repaired {
+    /// Bytes of a torn last line cut off the log.
+    pub torn_bytes: u64,
+    /// Records of an interrupted mutation appended from its intent.
+    pub completed: usize,
+}
+
 /// Makes the history consistent after a crash: cuts a torn last line, and appends the
 /// intended records whose mutation happened (`happened` checks one against the files)
 /// and that the log does not hold yet (a crash between the append and clearing the
@@ -281,7 +290,8 @@ pub fn repair(
     lock: &StoreLock,
     heads: &mut Heads,
     happened: impl Fn(&Record) -> bool,
-) -> Result<()> {
+) -> Result<Repaired> {
+    let mut repaired = Repaired::default();
     let mut len = store.state_len(LOG)?;
     // Whole records end with a newline: one byte tells whether the last append was torn.
     // Up to `heads.offset` the log is known to end with one.
@@ -290,15 +300,15 @@ pub fn repair(
         {
             let cut = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
             let keep = len - tail.len() as u64 + cut as u64;
-            tracing::warn!(bytes = len - keep, "cut a torn record off the history log");
             store.state_truncate(LOG, keep)?;
+            repaired.torn_bytes = len - keep;
             len = keep;
         }
     }
     heads.refresh_to(store, len)?;
     let intent = lock.intent()?;
     if intent.is_empty() {
-        return Ok(());
+        return Ok(repaired);
     }
     let (records, _) = parse(&intent);
     let done: Vec<&Record> = records
@@ -307,13 +317,11 @@ pub fn repair(
         .filter(|r| r.version > heads.last_version && happened(r))
         .collect();
     if !done.is_empty() {
-        tracing::info!(
-            records = done.len(),
-            "completed history records of an interrupted mutation"
-        );
+        repaired.completed = done.len();
         append(store, heads, done.into_iter())?;
     }
-    lock.clear_intent()
+    lock.clear_intent()?;
+    Ok(repaired)
 }
 
 /// Appends `records` to the log and takes them into `heads`, without reading back what

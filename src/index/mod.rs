@@ -90,14 +90,53 @@ pub struct Index {
     pub path: PathBuf,
     /// Document lengths remembered by [`rank`]'s ranking function.
     lengths: Arc<rank::Lengths>,
+    /// Whether opening it built it from scratch, and why.
+    pub built: Option<Built>,
+}
+
+/// Why [`Index::open`] built an index from scratch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Built {
+    /// There was none (or it was empty).
+    Missing,
+    /// It had another format or tokenizer version (the one it had).
+    Format(String),
+    /// The database was damaged (SQLite's error) and was replaced.
+    Damaged(String),
+}
+
+/// Whether SQLite says the database file is damaged.
+fn damaged(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+    )
 }
 
 /// An index error: the caller falls back to scanning.
 pub type IndexResult<T> = Result<T, rusqlite::Error>;
 
 impl Index {
-    /// Opens (or creates, or rebuilds on a format change) the index at `db`.
+    /// Opens (or creates, or rebuilds on a format change) the index at `db`. A damaged
+    /// database (one SQLite says is corrupt or not a database) is a cache that cannot
+    /// be trusted: it is deleted and built anew.
     pub fn open(db: &Path) -> IndexResult<Index> {
+        match Index::open_as_is(db) {
+            Err(e) if damaged(&e) => {
+                for suffix in ["", "-wal", "-shm"] {
+                    let mut file = db.as_os_str().to_owned();
+                    file.push(suffix);
+                    let _ = std::fs::remove_file(file);
+                }
+                let mut index = Index::open_as_is(db)?;
+                index.built = Some(Built::Damaged(e.to_string()));
+                Ok(index)
+            }
+            other => other,
+        }
+    }
+
+    fn open_as_is(db: &Path) -> IndexResult<Index> {
         if let Some(dir) = db.parent() {
             // The cache folder is ours; failure surfaces as the open error below.
             let _ = std::fs::create_dir_all(dir);
@@ -108,16 +147,18 @@ impl Index {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let lengths = Arc::new(rank::Lengths::default());
         rank::register(&conn, lengths.clone())?;
-        let index = Index {
+        let mut index = Index {
             conn,
             path: db.to_owned(),
             lengths,
+            built: None,
         };
-        index.migrate()?;
+        index.built = index.migrate()?;
         Ok(index)
     }
 
-    fn migrate(&self) -> IndexResult<()> {
+    /// Makes the tables of this format, dropping those of another.
+    fn migrate(&self) -> IndexResult<Option<Built>> {
         self.conn.execute_batch("BEGIN IMMEDIATE")?;
         let result = (|| {
             self.conn.execute(
@@ -130,7 +171,10 @@ impl Index {
                     r.get(0)
                 })
                 .optional()?;
-            if format.as_deref() != Some(FORMAT) {
+            if format.as_deref() == Some(FORMAT) {
+                return Ok(None);
+            }
+            {
                 self.conn.execute_batch(
                     "DROP TABLE IF EXISTS docs;
                      DROP TABLE IF EXISTS fts;
@@ -154,7 +198,10 @@ impl Index {
                     [FORMAT],
                 )?;
             }
-            Ok(())
+            Ok(Some(match format {
+                Some(old) => Built::Format(old),
+                None => Built::Missing,
+            }))
         })();
         self.finish(result)
     }

@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod framing;
+mod logging;
 mod output;
 mod params;
 mod resources;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rmcp::handler::server::router::tool::ToolRouter;
+#[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); the protocol has it.
+use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
@@ -34,7 +37,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 use serde::Serialize;
 
 use crate::error::Error;
-use crate::memory::Memdir;
+use crate::memory::{Level, Memdir};
 
 /// The one prompt: the memory protocol.
 const PROTOCOL_PROMPT: &str = "memory_protocol";
@@ -98,6 +101,8 @@ pub struct MemdirServer {
     /// The connection's flow control: notifications wait while the client is not reading.
     flow: framing::FlowHandle,
     transport: Transport,
+    /// The level the client set, and which notices it has had.
+    logging: Arc<logging::Logging>,
 }
 
 impl MemdirServer {
@@ -115,6 +120,7 @@ impl MemdirServer {
             subscriptions: Arc::default(),
             flow,
             transport,
+            logging: Arc::default(),
         }
     }
 
@@ -143,6 +149,7 @@ impl MemdirServer {
         MemdirServer {
             initialized: Arc::new(AtomicBool::new(false)),
             subscriptions: Arc::default(),
+            logging: Arc::default(),
             ..self.clone()
         }
     }
@@ -152,10 +159,14 @@ impl MemdirServer {
     fn start_upkeep(&self) {
         let memdir = Arc::clone(&self.memdir);
         tokio::task::spawn_blocking(move || {
+            let notices = memdir.notices();
             match memdir.maintain() {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(versions = n, "dropped versions beyond the retention"),
-                Err(e) => tracing::warn!(error = %e, "history upkeep failed"),
+                Ok(n) => notices.send(
+                    Level::Info,
+                    format!("history upkeep dropped {n} version(s) beyond the retention"),
+                ),
+                Err(e) => notices.send(Level::Warning, format!("history upkeep failed: {e}")),
             }
             memdir.warm_indexes();
         });
@@ -323,20 +334,23 @@ impl MemdirServer {
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemdirServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_prompts()
-                .enable_resources()
-                .enable_resources_subscribe()
-                .enable_resources_list_changed()
-                .build(),
-        )
-        .with_server_info(
-            Implementation::new("memdir", env!("CARGO_PKG_VERSION"))
-                .with_title("memdir — durable memory for agents"),
-        )
-        .with_instructions(self.instructions())
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .enable_resources_subscribe()
+            .enable_resources_list_changed()
+            .build();
+        if self.transport == Transport::Stdio {
+            // Over stateless HTTP there is no connection to send log messages on.
+            capabilities.logging = Some(Default::default());
+        }
+        ServerConfig::new(capabilities)
+            .with_server_info(
+                Implementation::new("memdir", env!("CARGO_PKG_VERSION"))
+                    .with_title("memdir — durable memory for agents"),
+            )
+            .with_instructions(self.instructions())
     }
 
     /// The handshake happens once per connection (MCP: initialization is the first
@@ -355,6 +369,27 @@ impl ServerHandler for MemdirServer {
         }
         context.peer.set_peer_info(request.clone());
         self.negotiate_initialize(&request)
+    }
+
+    /// The client is ready for notifications: log messages may flow (stdio only).
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        if self.transport == Transport::Stdio {
+            self.logging.start(&self.memdir, &self.flow, &context.peer);
+        }
+    }
+
+    /// `logging/setLevel`: see `logging`. Over HTTP it is accepted and changes nothing.
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.transport == Transport::Stdio {
+            self.logging.set_level(request.level);
+            self.logging.start(&self.memdir, &self.flow, &context.peer);
+        }
+        Ok(())
     }
 
     async fn list_resources(

@@ -13,6 +13,7 @@ mod feed;
 mod history;
 mod list;
 mod memory_md;
+mod notice;
 mod record;
 mod search;
 mod sync;
@@ -33,6 +34,7 @@ pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
+pub use notice::{Level, Notice, Notices};
 pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::{IndexLocation, Progress};
@@ -81,6 +83,8 @@ pub struct Memdir {
     indexes: Vec<sync::IndexSlot>,
     /// What this process knows of each store's history log.
     heads: Vec<std::sync::Mutex<crate::history::Heads>>,
+    /// What the operator should hear of (see `notice`).
+    notices: Notices,
 }
 
 /// `memory_read`'s result.
@@ -128,13 +132,38 @@ impl Memdir {
             store.intents = settings.history;
         }
         let names = stores.iter().map(|s| s.name.clone()).collect();
-        Ok(Memdir {
+        let memdir = Memdir {
             indexes: sync::slots(stores.len()),
             heads: stores.iter().map(|_| Default::default()).collect(),
             stores,
             names,
             settings,
-        })
+            notices: Notices::default(),
+        };
+        for store in &memdir.stores {
+            memdir.notice_temps_removed(store, 0);
+        }
+        Ok(memdir)
+    }
+
+    /// What the operator should hear of: index rebuilds, history repairs, leftovers of
+    /// crashed writes.
+    pub fn notices(&self) -> &Notices {
+        &self.notices
+    }
+
+    /// Tells of temp files of interrupted writes `store` removed beyond `before`.
+    pub(crate) fn notice_temps_removed(&self, store: &Store, before: usize) {
+        let removed = store.temps_removed().saturating_sub(before);
+        if removed > 0 {
+            self.notices.send(
+                Level::Warning,
+                format!(
+                    "store /{}: removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)",
+                    store.name
+                ),
+            );
+        }
     }
 
     pub fn stores(&self) -> &[Store] {

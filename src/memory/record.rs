@@ -5,7 +5,7 @@
 
 use std::sync::MutexGuard;
 
-use super::Memdir;
+use super::{Level, Memdir};
 use crate::error::Result;
 use crate::history::{self, Draft, Heads, Op, Record};
 use crate::path::MemPath;
@@ -30,12 +30,15 @@ impl Memdir {
     /// mutation a crash interrupted.
     pub(crate) fn recorder(&self, p: &MemPath) -> Result<Recorder<'_>> {
         let store = self.store(p);
+        let temps = store.temps_removed();
         let lock = store.lock()?;
+        self.notice_temps_removed(store, temps);
         let heads = if self.settings.history {
             let mut heads = self.heads[p.store]
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
-            history::repair(store, &lock, &mut heads, |r| self.happened(p, r))?;
+            let repaired = history::repair(store, &lock, &mut heads, |r| self.happened(p, r))?;
+            self.notice_repaired(store, repaired);
             Some(heads)
         } else {
             None
@@ -47,6 +50,28 @@ impl Memdir {
             records: Vec::new(),
             lock,
         })
+    }
+
+    /// Tells what a history repair put right.
+    fn notice_repaired(&self, store: &Store, repaired: history::Repaired) {
+        if repaired.torn_bytes > 0 {
+            self.notices().send(
+                Level::Warning,
+                format!(
+                    "store /{}: repaired the history log: cut a torn last line ({} bytes) left by an interrupted append",
+                    store.name, repaired.torn_bytes
+                ),
+            );
+        }
+        if repaired.completed > 0 {
+            self.notices().send(
+                Level::Warning,
+                format!(
+                    "store /{}: repaired the history log: recorded {} version(s) of a change a crash interrupted",
+                    store.name, repaired.completed
+                ),
+            );
+        }
     }
 
     /// Redacts version `version` of store `store_name` (the first store if `None`): its

@@ -17,10 +17,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use super::Memdir;
 use super::record::Recorder;
+use super::{Level, Memdir};
 use crate::error::Error;
-use crate::index::{Index, IndexResult, IndexedDoc, Stamp, cache};
+use crate::index::{Built, Index, IndexResult, IndexedDoc, Stamp, cache};
 use crate::path::MemPath;
 use crate::store::{EntryKind, Store, Watcher};
 
@@ -133,11 +133,13 @@ impl Memdir {
         let mut slot = shared.lock(progress);
         let publishing = shared.publishing(progress);
         let progress: Progress = &publishing;
+        let name = &self.stores()[i].name;
         // The index is a cache: if someone deleted it, build a new one.
+        let mut deleted = false;
         if let Slot::Open(synced) = &*slot
             && !synced.index.path.exists()
         {
-            tracing::info!(store = %self.stores()[i].name, "the search index was deleted; rebuilding it");
+            deleted = true;
             *slot = Slot::Closed;
         }
         if matches!(*slot, Slot::Closed) {
@@ -146,13 +148,36 @@ impl Memdir {
                 cache::record_store(db, self.stores()[i].host_key());
             }
             *slot = match db.map(|p| Index::open(&p)) {
-                Some(Ok(index)) => Slot::Open(Box::new(Synced {
-                    index,
-                    watcher: None,
-                    reconciled: false,
-                })),
+                Some(Ok(index)) => {
+                    let why = match &index.built {
+                        None => None,
+                        Some(_) if deleted => Some("it was deleted".to_owned()),
+                        Some(Built::Missing) => Some("there was none".to_owned()),
+                        Some(Built::Format(old)) => Some(format!(
+                            "its format changed (from {old} to {})",
+                            crate::index::FORMAT
+                        )),
+                        Some(Built::Damaged(e)) => Some(format!("it was damaged ({e})")),
+                    };
+                    if let Some(why) = why {
+                        self.notices().send(
+                            Level::Info,
+                            format!(
+                                "store /{name}: building the search index from the files: {why}"
+                            ),
+                        );
+                    }
+                    Slot::Open(Box::new(Synced {
+                        index,
+                        watcher: None,
+                        reconciled: false,
+                    }))
+                }
                 Some(Err(e)) => {
-                    tracing::warn!(store = %self.stores()[i].name, error = %e, "search index unavailable; searching by scan");
+                    self.notices().send(
+                        Level::Warning,
+                        format!("store /{name}: search index unavailable ({e}); searching by scan"),
+                    );
                     Slot::Unavailable
                 }
                 None => Slot::Unavailable,
@@ -196,7 +221,10 @@ impl Memdir {
         let changed = match result {
             Ok(changed) => changed,
             Err(e) => {
-                tracing::warn!(store = %store.name, error = %e, "search index update failed; searching by scan");
+                self.notices().send(
+                    Level::Warning,
+                    format!("store /{name}: search index update failed ({e}); searching by scan"),
+                );
                 *slot = Slot::Unavailable;
                 return None;
             }
@@ -230,7 +258,13 @@ impl Memdir {
         for i in 0..self.stores().len() {
             let learned = self.with_index(i, &|_, _| {}, |synced| synced.index.learn_lengths());
             if let Some(Err(e)) = learned {
-                tracing::warn!(store = %self.stores()[i].name, error = %e, "could not read document lengths ahead of searches");
+                self.notices().send(
+                    Level::Warning,
+                    format!(
+                        "store /{}: could not read document lengths ahead of searches ({e})",
+                        self.stores()[i].name
+                    ),
+                );
             }
         }
     }

@@ -329,7 +329,7 @@ impl Store {
             let name = entry.file_name();
             if name.to_string_lossy().starts_with(TEMP_PREFIX) && dir.remove_file(&name).is_ok() {
                 self.temps_removed.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(store = %self.name, "removed a temp file left by an interrupted write");
+                tracing::debug!(store = %self.name, "removed a temp file left by an interrupted write");
             }
         }
     }
