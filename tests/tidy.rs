@@ -1,6 +1,6 @@
 //! Architecture invariants, checked on the source text: only `src/store` touches the file
-//! system (the index only creates its own folder), only `src/mcp` knows rmcp, only
-//! `src/cli.rs` prints to stdout.
+//! system (the index only creates its own folder and deletes its own damaged database),
+//! only `src/mcp` knows rmcp, only `src/cli.rs` prints to stdout.
 
 use std::path::Path;
 
@@ -54,13 +54,29 @@ fn only_the_store_touches_the_file_system() {
     check(&["std::fs"], &["store/", "index/"]);
 }
 
+/// The index creates the folder of its database and deletes a damaged database (its own
+/// files: the path it was given, with SQLite's `-wal` and `-shm`); nothing else.
 #[test]
-fn the_index_only_creates_its_own_folder() {
+fn the_index_only_creates_its_folder_and_removes_its_own_database() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/index/mod.rs");
     let text = std::fs::read_to_string(path).unwrap();
     let uses: Vec<&str> = text.lines().filter(|l| l.contains("std::fs")).collect();
-    assert_eq!(uses.len(), 1, "{uses:?}");
-    assert!(uses[0].contains("std::fs::create_dir_all(dir)"), "{uses:?}");
+    assert_eq!(uses.len(), 2, "{uses:?}");
+    assert!(
+        uses.iter()
+            .any(|u| u.contains("std::fs::create_dir_all(dir)")),
+        "{uses:?}"
+    );
+    assert!(
+        uses.iter()
+            .any(|u| u.contains("std::fs::remove_file(file)")),
+        "{uses:?}"
+    );
+    // `file` is the database path plus a suffix, built right above the removal.
+    assert!(
+        text.contains("for suffix in [\"\", \"-wal\", \"-shm\"]"),
+        "{text}"
+    );
 }
 
 #[test]
