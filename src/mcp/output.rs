@@ -4,7 +4,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use crate::history::Op;
+use super::params::Operation;
 use crate::memory::{
     DeleteResult, EditResult, HistoryResult, ListEntry, ListResult, ReadResult, SearchHit,
     SearchResult, Version, WriteResult,
@@ -307,16 +307,6 @@ impl From<SearchResult> for SearchOut {
 
 #[derive(Debug, Serialize, JsonSchema)]
 #[schemars(inline)]
-#[serde(rename_all = "lowercase")]
-pub enum Operation {
-    Created,
-    Modified,
-    Renamed,
-    Deleted,
-}
-
-#[derive(Debug, Serialize, JsonSchema)]
-#[schemars(inline)]
 pub struct VersionOut {
     pub version: u64,
     /// Canonical path (for a rename, the new path; empty once redacted).
@@ -363,12 +353,7 @@ impl From<Version> for VersionOut {
             version: v.version,
             path: v.path,
             from: v.from,
-            operation: match v.operation {
-                Op::Created => Operation::Created,
-                Op::Modified => Operation::Modified,
-                Op::Renamed => Operation::Renamed,
-                Op::Deleted => Operation::Deleted,
-            },
+            operation: Operation::of(v.operation),
             at: v.at,
             actor: v.actor,
             content_sha256: v.content_sha256,

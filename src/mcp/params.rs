@@ -273,8 +273,8 @@ pub struct HistoryParams {
     pub until: Option<String>,
 }
 
-/// What a version did, as `memory_history` filters it.
-#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+/// What a version did: a `memory_history` filter, and each version's `operation`.
+#[derive(Clone, Copy, Debug, Deserialize, serde::Serialize, JsonSchema)]
 #[schemars(inline)]
 #[serde(rename_all = "lowercase")]
 pub enum Operation {
@@ -292,6 +292,16 @@ impl Operation {
             Operation::Modified => Op::Modified,
             Operation::Renamed => Op::Renamed,
             Operation::Deleted => Op::Deleted,
+        }
+    }
+
+    pub fn of(op: crate::history::Op) -> Operation {
+        use crate::history::Op;
+        match op {
+            Op::Created => Operation::Created,
+            Op::Modified => Operation::Modified,
+            Op::Renamed => Operation::Renamed,
+            Op::Deleted => Operation::Deleted,
         }
     }
 }
