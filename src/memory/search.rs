@@ -168,10 +168,10 @@ impl Memdir {
         }
         let need = offset + req.limit;
         for attempt in 0..ATTEMPTS {
-            let mut ranking = self.rank(&query, &scopes, &filters, Combine::All, need, progress);
+            let mut ranking = self.rank(&query, &scopes, &filters, Combine::All, need, progress)?;
             let relaxed = ranking.total == 0 && query.clauses.len() > 1;
             if relaxed {
-                ranking = self.rank(&query, &scopes, &filters, Combine::Any, need, progress);
+                ranking = self.rank(&query, &scopes, &filters, Combine::Any, need, progress)?;
             }
             let Ranking {
                 total,
@@ -233,7 +233,7 @@ impl Memdir {
         combine: Combine,
         need: usize,
         progress: Progress,
-    ) -> Ranking {
+    ) -> Result<Ranking> {
         let mut out = Ranking::default();
         for (scope, prefix) in scopes {
             let filter = Scope {
@@ -248,7 +248,7 @@ impl Memdir {
                 synced
                     .index
                     .query_page(&query.clauses, combine, &filter, filters.order, 0, need)
-            });
+            })?;
             match indexed {
                 Some(Ok(page)) => {
                     out.total += page.total;
@@ -265,14 +265,14 @@ impl Memdir {
                     if let Some(Err(e)) = other {
                         tracing::warn!(error = %e, "index query failed; scanning");
                     }
-                    let rows = self.scan(query, scope, filters, combine);
+                    let rows = self.scan(query, scope, filters, combine)?;
                     out.total += rows.len();
                     out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
                     out.candidates.extend(rows);
                 }
             }
         }
-        out
+        Ok(out)
     }
 
     /// Reads each hit to show it. Returns the hits and whether any was stale (its file
@@ -340,13 +340,15 @@ impl Memdir {
         scope: &MemPath,
         req: &Filters,
         combine: Combine,
-    ) -> Vec<Candidate> {
+    ) -> Result<Vec<Candidate>> {
         let mut matched = Vec::new();
         let (mut docs, mut total_len) = (0u64, 0u64);
         let mut df = vec![0u32; query.clauses.len()];
-        for path in self.files_under(scope) {
-            let Ok(Some(cur)) = self.current(&path) else {
-                continue;
+        for path in self.files_under(scope)? {
+            let cur = match self.current(&path) {
+                Ok(Some(cur)) => cur,
+                Err(e @ Error::Database { .. }) => return Err(e),
+                _ => continue,
             };
             let fm = Self::frontmatter(&cur.text);
             if let Some(kind) = req.kind
@@ -388,7 +390,7 @@ impl Memdir {
             }
         }
         let scorer = Scorer::new(&df, docs, total_len);
-        matched
+        Ok(matched
             .into_iter()
             .map(|(path, m, modified_ns)| Candidate {
                 score: scorer.score(&m),
@@ -396,26 +398,27 @@ impl Memdir {
                 modified_ns,
                 indexed: None,
             })
-            .collect()
+            .collect())
     }
 
-    /// The visible files at or under `scope`.
-    fn files_under(&self, scope: &MemPath) -> Vec<MemPath> {
+    /// The visible files at or under `scope` (an error only when the database holding the
+    /// store is away).
+    fn files_under(&self, scope: &MemPath) -> Result<Vec<MemPath>> {
         let store = self.store(scope);
-        match store.metadata(scope) {
-            Ok(Some(m)) if m.kind == EntryKind::Dir => store
-                .walk(scope, None)
-                .map(|entries| {
-                    entries
-                        .into_iter()
-                        .filter(|e| e.kind == EntryKind::File)
-                        .map(|e| e.path)
-                        .collect()
-                })
-                .unwrap_or_default(),
+        Ok(match store.metadata(scope) {
+            Ok(Some(m)) if m.kind == EntryKind::Dir => match store.walk(scope, None) {
+                Ok(entries) => entries
+                    .into_iter()
+                    .filter(|e| e.kind == EntryKind::File)
+                    .map(|e| e.path)
+                    .collect(),
+                Err(e @ Error::Database { .. }) => return Err(e),
+                Err(_) => Vec::new(),
+            },
             Ok(Some(_)) => vec![scope.clone()],
+            Err(e @ Error::Database { .. }) => return Err(e),
             _ => Vec::new(),
-        }
+        })
     }
 }
 

@@ -122,13 +122,14 @@ impl Memdir {
     }
 
     /// Runs `f` on store `i`'s index, brought up to date first (reporting progress if that
-    /// takes a reconcile). `None` when the store has no usable index.
+    /// takes a reconcile). `None` when the store has no usable index; an error when the
+    /// database holding the store is away (a scan could not do better).
     pub(crate) fn with_index<T>(
         &self,
         i: usize,
         progress: Progress,
         f: impl FnOnce(&Synced) -> T,
-    ) -> Option<T> {
+    ) -> Result<Option<T>> {
         let shared = &self.indexes[i];
         let mut slot = shared.lock(progress);
         let publishing = shared.publishing(progress);
@@ -184,7 +185,7 @@ impl Memdir {
             };
         }
         let Slot::Open(synced) = &mut *slot else {
-            return None;
+            return Ok(None);
         };
         let store = &self.stores()[i];
         let root = MemPath::root(i, &store.name);
@@ -217,13 +218,18 @@ impl Memdir {
         };
         let changed = match result {
             Ok(changed) => changed,
+            // The database is away: try the index again at the next search.
+            Err(SyncError::Store(e @ Error::Database { .. })) => {
+                *slot = Slot::Closed;
+                return Err(e);
+            }
             Err(e) => {
                 self.notices().send(
                     Level::Warning,
                     format!("store /{name}: search index update failed ({e}); searching by scan"),
                 );
                 *slot = Slot::Unavailable;
-                return None;
+                return Ok(None);
             }
         };
         let out = f(synced);
@@ -231,7 +237,7 @@ impl Memdir {
         if seen_live {
             self.notice_external(i, changed);
         }
-        Some(out)
+        Ok(Some(out))
     }
 
     /// Re-syncs one path of store `i` with its index (a hit found stale by a search).
@@ -254,7 +260,7 @@ impl Memdir {
     pub fn warm_indexes(&self) {
         for i in 0..self.stores().len() {
             let learned = self.with_index(i, &|_, _| {}, |synced| synced.index.learn_lengths());
-            if let Some(Err(e)) = learned {
+            if let Ok(Some(Err(e))) = learned {
                 self.notices().send(
                     Level::Warning,
                     format!(
@@ -350,12 +356,14 @@ fn reconcile(
     index: &Index,
     scope: &MemPath,
     progress: Progress,
-) -> IndexResult<Vec<String>> {
+) -> SyncResult<Vec<String>> {
     let files: HashMap<String, Stamp> = match store.walk(scope, None) {
         Ok(entries) => entries
             .into_iter()
             .filter_map(|e| Some((e.path.rel(), e.stamp?)))
             .collect(),
+        // The database is away: nothing can be told of what is there.
+        Err(e @ Error::Database { .. }) => return Err(SyncError::Store(e)),
         Err(_) => HashMap::new(),
     };
     let base = scope.rel();
@@ -380,16 +388,19 @@ fn reconcile(
         index.write(|w| gone.iter().try_for_each(|rel| w.remove(rel)))?;
     }
     for (n, chunk) in stale.chunks(BATCH).enumerate() {
+        let texts = chunk
+            .iter()
+            .map(|rel| read_text(store, &scope.with_rel(rel)))
+            .collect::<Result<Vec<_>, _>>()?;
         index.write(|w| {
-            for rel in chunk {
-                let p = scope.with_rel(rel);
-                match read_text(store, &p) {
+            for (rel, text) in chunk.iter().zip(&texts) {
+                match text {
                     Some((text, stamp)) => {
-                        let fm = Memdir::frontmatter(&text);
+                        let fm = Memdir::frontmatter(text);
                         w.upsert(&IndexedDoc {
                             rel,
-                            stamp,
-                            text: &text,
+                            stamp: *stamp,
+                            text,
                             frontmatter: fm.as_ref(),
                         })?
                     }
@@ -423,11 +434,12 @@ fn sync_paths(
     index: &Index,
     paths: &[MemPath],
     progress: Progress,
-) -> IndexResult<Vec<String>> {
+) -> SyncResult<Vec<String>> {
     let mut steps = Vec::new();
     let mut changed = Vec::new();
     for p in paths {
         match store.metadata(p) {
+            Err(e @ Error::Database { .. }) => return Err(SyncError::Store(e)),
             Ok(Some(m)) if m.kind == EntryKind::Dir => {
                 changed.extend(reconcile(store, index, p, progress)?)
             }
@@ -437,7 +449,7 @@ fn sync_paths(
                     continue;
                 }
                 changed.push(rel.clone());
-                steps.push(match read_text(store, p) {
+                steps.push(match read_text(store, p)? {
                     Some((text, stamp)) => Step::Upsert { rel, text, stamp },
                     None => Step::Remove(rel),
                 });
@@ -480,14 +492,27 @@ fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
 }
 
 /// A file's text and the stamp of the handle it was read through; `None` if it cannot be
-/// indexed (gone, not UTF-8, refused).
-fn read_text(store: &Store, p: &MemPath) -> Option<(String, Stamp)> {
+/// indexed (gone, not UTF-8, refused). Fails only when the database holding the store is
+/// away (the file's state is then unknown).
+fn read_text(store: &Store, p: &MemPath) -> Result<Option<(String, Stamp)>, SyncError> {
     match store.read(p) {
-        Ok(data) => String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp)),
-        Err(Error::NotFound { .. }) => None,
+        Ok(data) => Ok(String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp))),
+        Err(Error::NotFound { .. }) => Ok(None),
+        Err(e @ Error::Database { .. }) => Err(SyncError::Store(e)),
         Err(e) => {
             tracing::debug!(path = %p.canonical(), error = %e, "not indexed");
-            None
+            Ok(None)
         }
     }
 }
+
+/// Why the index could not be brought up to date.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SyncError {
+    #[error("{0}")]
+    Index(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Store(Error),
+}
+
+type SyncResult<T> = std::result::Result<T, SyncError>;

@@ -187,7 +187,7 @@ impl Store {
                 f.watch_tree(&mut w, root);
                 Watcher::Folder(w)
             }),
-            Engine::Postgres(p) => p.watcher().map(Watcher::Postgres),
+            Engine::Postgres(p) => Some(Watcher::Postgres(p.watcher())),
         }
     }
 

@@ -12,7 +12,7 @@ use postgres::{Client, NoTls, Row, Statement};
 
 /// How long a call waits for a connection (the database down or unreachable) before it
 /// fails with an error.
-const CONNECT_WAIT: Duration = Duration::from_secs(5);
+pub const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// Connections one process keeps to one database at most.
 const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
@@ -255,11 +255,25 @@ pub fn describe(e: &postgres::Error) -> String {
     format!("{e}")
 }
 
+/// Whether `e` says the connection is gone (closed, or the server shutting down), so the
+/// statement never ran and a new connection may run it.
+pub fn is_lost(e: &postgres::Error) -> bool {
+    use postgres::error::SqlState;
+    e.is_closed()
+        || e.code().is_some_and(|c| {
+            [
+                SqlState::ADMIN_SHUTDOWN,
+                SqlState::CRASH_SHUTDOWN,
+                SqlState::CANNOT_CONNECT_NOW,
+            ]
+            .contains(c)
+        })
+}
+
 /// Why no connection could be had from the pool.
 pub fn pool_error(e: &r2d2::Error) -> String {
     format!(
-        "cannot reach the database within {} s ({e}); check that it is running and reachable, then retry",
-        CONNECT_WAIT.as_secs()
+        "cannot reach the database ({e}); check that it is running and reachable, then retry (memdir reconnects by itself)"
     )
 }
 

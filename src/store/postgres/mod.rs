@@ -52,6 +52,8 @@ pub struct PgStore {
     key: String,
     /// The connection of each thread that holds this store's lock (its transaction).
     held: HeldMap,
+    /// When connecting last failed (cleared by a success).
+    down_at: Mutex<Option<std::time::Instant>>,
 }
 
 /// The transaction of each thread holding a store's lock.
@@ -93,7 +95,8 @@ impl std::fmt::Debug for PgLock {
 /// Reads the changes other processes committed, after a cursor.
 #[derive(Debug)]
 pub struct PgWatcher {
-    last: i64,
+    /// The last change seen; `None` until the database could be asked.
+    last: Option<i64>,
 }
 
 impl PgStore {
@@ -118,6 +121,7 @@ impl PgStore {
             key: format!("{}#{name}", redact_url(url)),
             pool: Some(pool),
             held: HeldMap::default(),
+            down_at: Mutex::new(None),
         })
     }
 
@@ -153,7 +157,7 @@ impl PgStore {
     /// otherwise one from the pool.
     fn with<T>(
         &self,
-        f: impl FnOnce(&mut Conn) -> std::result::Result<T, postgres::Error>,
+        f: impl Fn(&mut Conn) -> std::result::Result<T, postgres::Error>,
     ) -> Result<T> {
         let held = self
             .held
@@ -171,11 +175,45 @@ impl PgStore {
                 })
             }
             None => {
-                let mut conn = self
-                    .pool()
-                    .get()
-                    .map_err(|e| self.unavailable(conn::pool_error(&e)))?;
-                f(&mut conn).map_err(|e| self.unavailable(conn::describe(&e)))
+                let mut conn = self.connection()?;
+                match f(&mut conn) {
+                    // A pooled connection the database closed meanwhile (a restart): once
+                    // more on a new one. Outside a transaction, so nothing is done twice
+                    // that was done once: a failed statement did nothing.
+                    Err(e) if conn::is_lost(&e) => {
+                        drop(conn);
+                        let mut conn = self.connection()?;
+                        f(&mut conn).map_err(|e| self.unavailable(conn::describe(&e)))
+                    }
+                    other => other.map_err(|e| self.unavailable(conn::describe(&e))),
+                }
+            }
+        }
+    }
+
+    /// A connection from the pool, waiting up to the connect time-out for one; briefly
+    /// after a failure to connect, only a short while, so the several steps of one call
+    /// do not each wait the whole time for a database that is away.
+    fn connection(&self) -> Result<Pooled> {
+        let recently_down = self
+            .down_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some_and(|at| at.elapsed() < conn::CONNECT_WAIT);
+        let got = if recently_down {
+            self.pool().get_timeout(Duration::from_millis(250))
+        } else {
+            self.pool().get()
+        };
+        let mut down_at = self.down_at.lock().unwrap_or_else(|e| e.into_inner());
+        match got {
+            Ok(conn) => {
+                *down_at = None;
+                Ok(conn)
+            }
+            Err(e) => {
+                down_at.get_or_insert_with(std::time::Instant::now);
+                Err(self.unavailable(conn::pool_error(&e)))
             }
         }
     }
@@ -194,10 +232,7 @@ impl PgStore {
     }
 
     fn take_lock(&self, wait: bool) -> Result<Option<PgLock>> {
-        let mut conn = self
-            .pool()
-            .get()
-            .map_err(|e| self.unavailable(conn::pool_error(&e)))?;
+        let mut conn = self.connection()?;
         let key = schema::lock_key(&self.name);
         let taken = (|| -> std::result::Result<bool, postgres::Error> {
             conn.client.batch_execute("BEGIN")?;
@@ -650,35 +685,43 @@ impl PgStore {
 
     // ---- change notices -----------------------------------------------------------------
 
-    /// A watcher that reports the changes committed from now on.
-    pub fn watcher(&self) -> Option<PgWatcher> {
-        let last = self
-            .with(|c| {
-                c.query_one(
-                    "SELECT coalesce(max(seq), 0) FROM memdir_changes WHERE store = $1",
-                    &[&self.name],
-                )
-                .map(|r| r.get::<_, i64>(0))
-            })
-            .ok()?;
-        Some(PgWatcher { last })
+    /// A watcher that reports the changes committed from now on (if the database cannot
+    /// be asked now, its first drain reports that anything may have changed).
+    pub fn watcher(&self) -> PgWatcher {
+        PgWatcher {
+            last: self.last_change().ok(),
+        }
+    }
+
+    fn last_change(&self) -> Result<i64> {
+        self.with(|c| {
+            c.query_one(
+                "SELECT coalesce(max(seq), 0) FROM memdir_changes WHERE store = $1",
+                &[&self.name],
+            )
+            .map(|r| r.get::<_, i64>(0))
+        })
     }
 
     /// What changed since the watcher's last drain.
     pub fn drain(&self, watcher: &mut PgWatcher, root: &MemPath) -> Changes {
+        let mut changes = Changes::default();
+        let Some(last) = watcher.last else {
+            watcher.last = self.last_change().ok();
+            changes.overflow = true;
+            return changes;
+        };
         let rows = self.with(|c| {
             c.query(
                 "SELECT seq, path FROM memdir_changes WHERE store = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-                &[&self.name, &watcher.last, &(DRAIN_BUDGET + 1)],
+                &[&self.name, &last, &(DRAIN_BUDGET + 1)],
             )
         });
-        let mut changes = Changes::default();
         match rows {
             Ok(rows) if rows.len() as i64 <= DRAIN_BUDGET => {
                 for row in rows {
-                    watcher.last = watcher.last.max(row.get(0));
-                    let path: String = row.get(1);
-                    let p = root.with_rel(&path);
+                    watcher.last = Some(last.max(row.get(0)).max(watcher.last.unwrap_or(0)));
+                    let p = root.with_rel(&row.get::<_, String>(1));
                     if !changes.paths.contains(&p) {
                         changes.paths.push(p);
                     }
@@ -686,13 +729,12 @@ impl PgStore {
             }
             Ok(_) => {
                 changes.overflow = true;
-                if let Some(fresh) = self.watcher() {
-                    watcher.last = fresh.last;
-                }
+                watcher.last = self.last_change().ok();
             }
             Err(e) => {
                 tracing::warn!(store = %self.name, error = %e, "could not read the store's changes");
                 changes.overflow = true;
+                watcher.last = None;
             }
         }
         changes
