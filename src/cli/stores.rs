@@ -160,7 +160,7 @@ fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
             Location::Postgres(dir.to_owned())
         }
         Some(scheme) => bail!(
-            "{source} store `{name}`: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
+            "{source} {spec:?}: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
         ),
         None => Location::Folder(expand(dir, env.home.as_deref(), source)?),
     };

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::types::ToSql;
@@ -18,7 +19,54 @@ const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
 const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
 
-pub type Pool = r2d2::Pool<Manager>;
+/// The pool, and the last reason a connection could not be made (r2d2 says only that
+/// it timed out waiting).
+pub struct Pool {
+    pub pool: r2d2::Pool<Manager>,
+    last_error: Arc<Mutex<Option<String>>>,
+}
+
+impl Pool {
+    pub fn get(&self) -> Result<Pooled, String> {
+        self.pool.get().map_err(|e| self.explain(&e))
+    }
+
+    pub fn get_timeout(&self, wait: Duration) -> Result<Pooled, String> {
+        self.pool.get_timeout(wait).map_err(|e| self.explain(&e))
+    }
+
+    /// Why no connection could be had.
+    fn explain(&self, e: &r2d2::Error) -> String {
+        let why = self
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| e.to_string());
+        format!(
+            "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
+        )
+    }
+}
+
+/// Keeps the last connection error, with its causes.
+#[derive(Debug)]
+struct LastError(Arc<Mutex<Option<String>>>);
+
+impl r2d2::HandleError<postgres::Error> for LastError {
+    fn handle_error(&self, error: postgres::Error) {
+        let mut text = error.to_string();
+        let mut source = std::error::Error::source(&error);
+        while let Some(s) = source {
+            let more = s.to_string();
+            if !text.contains(&more) {
+                text = format!("{text}: {more}");
+            }
+            source = s.source();
+        }
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+    }
+}
 pub type Pooled = r2d2::PooledConnection<Manager>;
 
 /// A connection and the statements it has prepared.
@@ -104,13 +152,15 @@ impl r2d2::ManageConnection for Manager {
 /// The pool for `url`; connects lazily (the first call says whether the database is there).
 pub fn pool(url: &str) -> anyhow::Result<Pool> {
     let config = config(url)?;
-    Ok(r2d2::Pool::builder()
+    let last_error = Arc::new(Mutex::new(None));
+    let pool = r2d2::Pool::builder()
         .max_size(POOL_SIZE)
         .min_idle(Some(0))
         .test_on_check_out(false)
         .connection_timeout(CONNECT_WAIT)
-        .error_handler(Box::new(r2d2::NopErrorHandler))
-        .build_unchecked(Manager { config }))
+        .error_handler(Box::new(LastError(Arc::clone(&last_error))))
+        .build_unchecked(Manager { config });
+    Ok(Pool { pool, last_error })
 }
 
 /// The connection settings of `url`, with the password from `PGPASSWORD` or the password
@@ -128,6 +178,14 @@ fn config(url: &str) -> anyhow::Result<postgres::Config> {
             redact_url(url)
         );
     }
+    if config.get_ssl_mode() == postgres::config::SslMode::Require {
+        anyhow::bail!(
+            "{}: sslmode=require, but this memdir does not speak TLS to the database yet; use a local socket, a private network or a tunnel (ssh -L), and drop sslmode",
+            redact_url(url)
+        );
+    }
+    // `prefer` (libpq's default) falls back to an unencrypted connection.
+    config.ssl_mode(postgres::config::SslMode::Disable);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_WAIT);
     }
@@ -268,13 +326,6 @@ pub fn is_lost(e: &postgres::Error) -> bool {
             ]
             .contains(c)
         })
-}
-
-/// Why no connection could be had from the pool.
-pub fn pool_error(e: &r2d2::Error) -> String {
-    format!(
-        "cannot reach the database ({e}); check that it is running and reachable, then retry (memdir reconnects by itself)"
-    )
 }
 
 #[cfg(test)]

@@ -109,7 +109,7 @@ impl PgStore {
                 anyhow::anyhow!(
                     "cannot connect to the database of store `{name}` ({}): {}",
                     redact_url(url),
-                    conn::pool_error(&e)
+                    e
                 )
             })?;
             schema::migrate(&mut c, read_only)
@@ -213,7 +213,7 @@ impl PgStore {
             }
             Err(e) => {
                 down_at.get_or_insert_with(std::time::Instant::now);
-                Err(self.unavailable(conn::pool_error(&e)))
+                Err(self.unavailable(e))
             }
         }
     }
@@ -429,7 +429,6 @@ impl PgStore {
                     &[&self.name, &(last - CHANGES_KEPT)],
                 )?;
             }
-            c.execute("SELECT pg_notify('memdir', $1)", &[&self.name])?;
             Ok(())
         })
     }
