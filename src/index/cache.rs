@@ -53,6 +53,8 @@ pub struct Pruned {
 
 /// Removes the index folders under `base` whose store folder no longer exists, or that do
 /// not say which store they are for (any index is rebuilt from its store on first use).
+/// The index of a database store (recorded by its URL) is kept: whether the database is
+/// gone cannot be told from here.
 /// Only folders named like an index folder are looked at. A missing `base` has nothing.
 pub fn prune(base: &Path) -> std::io::Result<Vec<Pruned>> {
     let entries = match std::fs::read_dir(base) {
@@ -71,7 +73,10 @@ pub fn prune(base: &Path) -> std::io::Result<Vec<Pruned>> {
             continue;
         }
         let store = std::fs::read_to_string(folder.join(RECORD)).ok();
-        if store.as_deref().is_some_and(|s| Path::new(s).is_dir()) {
+        if store
+            .as_deref()
+            .is_some_and(|s| s.contains("://") || Path::new(s).is_dir())
+        {
             continue;
         }
         std::fs::remove_dir_all(&folder)?;
