@@ -40,7 +40,7 @@ use memdir::index::{Combine, Index, IndexedDoc, Scope, Stamp};
 use memdir::memory::{IndexLocation, Memdir, SearchRequest, SearchResult, Settings, WriteRequest};
 use memdir::path::MemPath;
 use memdir::search::{Query, shown_lines};
-use memdir::store::{StoreConfig, Watcher};
+use memdir::store::StoreConfig;
 
 /// Files per folder.
 const PER_FOLDER: usize = 100;
@@ -942,7 +942,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
 
     let config = StoreConfig {
         name: "memories".into(),
-        dir: store_dir.clone(),
+        location: memdir::store::Location::Folder(store_dir.clone()),
         read_only: false,
         description: None,
     };
@@ -1380,9 +1380,7 @@ fn reconcile_pieces(md: &Memdir, db: &Path) -> anyhow::Result<String> {
         walk.push(d);
         w?;
         let (d, ()) = timed(|| {
-            if let Ok(mut w) = Watcher::new() {
-                store.watch_tree(&mut w, &root);
-            }
+            drop(store.watcher(&root));
         });
         watch.push(d);
     }

@@ -90,6 +90,12 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+    /// The database holding a store could not be reached, or refused the change; the
+    /// change was not stored (a transaction is all or nothing).
+    #[error(
+        "the database of store `/{store}` did not complete the call: {reason}; nothing was changed"
+    )]
+    Database { store: String, reason: String },
     /// An operating-system error. The message is the OS's, which names no path.
     #[error("could not access `{path}`: {source}")]
     Io {

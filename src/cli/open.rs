@@ -68,7 +68,10 @@ pub(crate) fn open(
     settings: Settings,
 ) -> anyhow::Result<Memdir> {
     for c in chosen {
-        let dir = &c.config.dir;
+        // A database store is checked by connecting to it (`Memdir::open`).
+        let Some(dir) = c.config.location.folder() else {
+            continue;
+        };
         let name = &c.config.name;
         let at = || format!("store `{name}` ({})", c.source);
         match folder::inspect(dir)
@@ -111,7 +114,7 @@ pub(crate) fn open(
                 continue;
             }
             if let Some(e) = store.write_denied() {
-                let dir = c.config.dir.display();
+                let dir = &c.config.location;
                 bail!(
                     "store `{}` ({}): folder {dir} is not writable ({e}); make it writable (e.g. `chmod -R u+w {dir}`), or serve it read-only with --store {}={dir}:ro",
                     store.name,
@@ -146,8 +149,7 @@ impl fmt::Display for StartUp<'_> {
             write!(
                 f,
                 "{sep}/{} at {} ({mode}{default})",
-                store.name,
-                c.config.dir.display()
+                store.name, c.config.location
             )?;
         }
         write!(

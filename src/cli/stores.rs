@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::store::StoreConfig;
+use crate::store::{Location, StoreConfig};
 
 /// The separator of `MEMDIR_STORES` entries: not `:`, which Windows drive letters and
 /// the `:ro` suffix use, and the same on every platform so one client config works
@@ -131,7 +131,7 @@ fn memories(dir: PathBuf, source: Source) -> Chosen {
     Chosen {
         config: StoreConfig {
             name: "memories".into(),
-            dir,
+            location: Location::Folder(dir),
             read_only: false,
             description: None,
         },
@@ -140,7 +140,8 @@ fn memories(dir: PathBuf, source: Source) -> Chosen {
 }
 
 /// One `NAME=DIR[:ro]` (or `:rw`); only a last `:ro`/`:rw` is a mode, so `C:\notes` and
-/// `C:\notes:ro` keep their drive letter.
+/// `C:\notes:ro` keep their drive letter. `NAME=postgresql://…[:ro]` is a store held by
+/// a PostgreSQL database; any other `scheme://` is refused rather than taken for a folder.
 fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
     let (name, rest) = spec
         .split_once('=')
@@ -154,15 +155,35 @@ fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
     if dir.is_empty() {
         bail!("{source} {spec:?}: the folder is empty");
     }
+    let location = match url_scheme(dir) {
+        Some(scheme) if scheme == "postgresql" || scheme == "postgres" => {
+            Location::Postgres(dir.to_owned())
+        }
+        Some(scheme) => bail!(
+            "{source} store `{name}`: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
+        ),
+        None => Location::Folder(expand(dir, env.home.as_deref(), source)?),
+    };
     Ok(Chosen {
         config: StoreConfig {
             name: name.into(),
-            dir: expand(dir, env.home.as_deref(), source)?,
+            location,
             read_only,
             description: None,
         },
         source,
     })
+}
+
+/// The scheme of a URL (`postgresql` of `postgresql://…`), lowercased; `None` for a path.
+fn url_scheme(s: &str) -> Option<String> {
+    let (scheme, _) = s.split_once("://")?;
+    let valid = scheme.len() > 1
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| scheme.to_ascii_lowercase())
 }
 
 pub fn expand_path(path: &Path, env: &Env, source: impl fmt::Display) -> anyhow::Result<PathBuf> {
@@ -294,7 +315,7 @@ mod tests {
             .map(|c| {
                 (
                     c.config.name.clone(),
-                    c.config.dir.to_string_lossy().into_owned(),
+                    c.config.location.to_string(),
                     c.config.read_only,
                     c.source,
                 )

@@ -58,12 +58,7 @@ impl Memdir {
             .stores()
             .iter()
             .enumerate()
-            .map(|(i, store)| {
-                Watcher::new().ok().map(|mut w| {
-                    store.watch_tree(&mut w, &MemPath::root(i, &store.name));
-                    w
-                })
-            })
+            .map(|(i, store)| store.watcher(&MemPath::root(i, &store.name)))
             .collect();
         Feed {
             watchers,

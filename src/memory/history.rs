@@ -278,7 +278,8 @@ impl Memdir {
     /// those are told apart without the store lock.
     pub(crate) fn notice_external(&self, i: usize, rels: Vec<String>) {
         let store = &self.stores()[i];
-        if !self.settings.history || store.read_only || rels.is_empty() {
+        // In a database every change comes through memdir, recorded as it is made.
+        if !self.settings.history || store.read_only || store.is_database() || rels.is_empty() {
             return;
         }
         let root = MemPath::root(i, &store.name);
@@ -315,7 +316,7 @@ impl Memdir {
                 )?;
             }
             rec.begin()?;
-            rec.commit();
+            rec.commit()?;
             Ok::<_, Error>(())
         })();
         match noticed {
@@ -348,7 +349,7 @@ impl Memdir {
                 .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
         )?;
         rec.begin()?;
-        rec.commit();
+        rec.commit()?;
         Ok(())
     }
 }

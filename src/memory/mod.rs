@@ -129,7 +129,7 @@ impl Memdir {
             .map(Store::open)
             .collect::<anyhow::Result<Vec<_>>>()?;
         for store in &mut stores {
-            store.intents = settings.history;
+            store.set_intents(settings.history);
         }
         let names = stores.iter().map(|s| s.name.clone()).collect();
         let memdir = Memdir {

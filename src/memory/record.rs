@@ -78,8 +78,10 @@ impl Memdir {
     /// content and path are erased, who and when stay.
     pub fn redact(&self, store_name: Option<&str>, version: u64) -> Result<Record> {
         let root = self.store_root(store_name)?;
-        let _rec = self.recorder(&root)?;
-        history::redact(self.store(&root), version)
+        let rec = self.recorder(&root)?;
+        let redacted = history::redact(self.store(&root), version)?;
+        rec.finish()?;
+        Ok(redacted)
     }
 
     /// Start-up upkeep of every writable store's history: completes what a crash left
@@ -96,8 +98,9 @@ impl Memdir {
                 continue;
             }
             let root = MemPath::root(i, &store.name);
-            let _rec = self.recorder(&root)?;
+            let rec = self.recorder(&root)?;
             if retention.keep_versions.is_none() && retention.keep_days.is_none() {
+                rec.finish()?;
                 continue;
             }
             let live: std::collections::HashMap<String, String> = store
@@ -113,6 +116,7 @@ impl Memdir {
                 .collect();
             let today = text::days_since_epoch(std::time::SystemTime::now());
             dropped += history::prune(store, retention, &live, today)?;
+            rec.finish()?;
         }
         Ok(dropped)
     }
@@ -230,23 +234,45 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Appends the records after the mutation succeeded; returns the versions made.
-    pub fn commit(mut self) -> Vec<u64> {
-        self.append()
+    /// Appends the records after the mutation succeeded and ends it (a database commits
+    /// its transaction here); returns the versions made.
+    pub fn commit(mut self) -> Result<Vec<u64>> {
+        let versions = self.append();
+        self.finish_with(versions)
+    }
+
+    /// Ends a mutation that records nothing itself (redaction, retention, repair).
+    pub fn finish(self) -> Result<()> {
+        self.finish_with(Vec::new()).map(drop)
+    }
+
+    fn finish_with(self, versions: Vec<u64>) -> Result<Vec<u64>> {
+        let Recorder {
+            lock, mut heads, ..
+        } = self;
+        if let Err(e) = lock.finish() {
+            // Nothing was stored: what this process learnt of the log is wrong, re-read it.
+            if let Some(heads) = heads.as_mut() {
+                **heads = Heads::default();
+            }
+            return Err(e);
+        }
+        Ok(versions)
     }
 
     /// Like [`commit`](Self::commit), with `work` (the index update: CPU) running on a
     /// second thread while the append waits for the disk. Both finish before the store
     /// lock is released, so index updates stay in mutation order across processes.
-    pub fn commit_while(mut self, work: impl FnOnce() + Send) -> Vec<u64> {
+    pub fn commit_while(mut self, work: impl FnOnce() + Send) -> Result<Vec<u64>> {
         if self.records.is_empty() {
             work();
-            return self.append();
+            return self.commit();
         }
-        std::thread::scope(|s| {
+        let versions = std::thread::scope(|s| {
             s.spawn(work);
             self.append()
-        })
+        });
+        self.finish_with(versions)
     }
 
     fn append(&mut self) -> Vec<u64> {
@@ -267,10 +293,9 @@ impl Recorder<'_> {
             .collect()
     }
 
-    /// The mutation failed: drop the intent (nothing happened).
+    /// The mutation failed: drop the intent, or roll the transaction back (nothing
+    /// happened).
     pub fn abandon(self) {
-        if !self.records.is_empty() {
-            let _ = self.lock.clear_intent();
-        }
+        self.lock.abandon();
     }
 }

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use super::record::Recorder;
 use super::{Level, Memdir};
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::index::{Built, Index, IndexResult, IndexedDoc, Stamp, cache};
 use crate::path::MemPath;
 use crate::store::{EntryKind, Store, Watcher};
@@ -194,10 +194,7 @@ impl Memdir {
         // for the next mutation of each file to notice, as before.
         let (result, seen_live) = if !synced.reconciled {
             // Watch first, so changes made during the walk are queued, not lost.
-            synced.watcher = Watcher::new().ok().map(|mut w| {
-                store.watch_tree(&mut w, &root);
-                w
-            });
+            synced.watcher = store.watcher(&root);
             let done = reconcile(store, &synced.index, &root, progress);
             synced.reconciled = done.is_ok();
             (done, false)
@@ -286,7 +283,12 @@ impl Memdir {
     /// Appends the mutation's history records and, if [`index_wants`](Self::index_wants)
     /// it, tells the index what happened meanwhile (CPU, while the append waits for the
     /// disk). Called under the store lock, so index updates keep the mutation order.
-    pub(crate) fn commit_indexed(&self, rec: Recorder, p: &MemPath, change: Change) -> Vec<u64> {
+    pub(crate) fn commit_indexed(
+        &self,
+        rec: Recorder,
+        p: &MemPath,
+        change: Change,
+    ) -> Result<Vec<u64>> {
         if self.index_wants(p.store) {
             rec.commit_while(|| self.indexed(p, change))
         } else {

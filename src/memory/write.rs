@@ -255,7 +255,7 @@ impl Memdir {
                     text: content,
                     stamp,
                 },
-            )
+            )?
             .last()
             .copied();
         Ok(WriteResult {
@@ -393,7 +393,7 @@ impl Memdir {
                         text: &new_text,
                         stamp,
                     },
-                )
+                )?
                 .last()
                 .copied();
         }
@@ -513,7 +513,7 @@ impl Memdir {
             ),
             None => self.indexed(&to, Change::Tree),
         }
-        let version = rec.commit().last().copied();
+        let version = rec.commit()?.last().copied();
         let (content_sha256, size_bytes, file_count) = match moved {
             Some(cur) => (Some(cur.sha256), cur.text.len() as u64, None),
             None => (
@@ -657,7 +657,7 @@ impl Memdir {
         Ok(DeleteResult {
             path: p.canonical(),
             deleted_files,
-            versions: rec.commit(),
+            versions: rec.commit()?,
         })
     }
 

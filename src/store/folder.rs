@@ -5,7 +5,7 @@
 use std::io::ErrorKind;
 use std::path::Path;
 
-use super::{LOCK_FILE, STATE_DIR, Store};
+use super::{FolderStore, LOCK_FILE, STATE_DIR};
 
 /// What is at a store's folder path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub fn create(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)
 }
 
-impl Store {
+impl FolderStore {
     /// Why this user may not write in this store, if the system refuses it (permissions,
     /// a read-only file system): opens (creating if need be) the store's own lock file
     /// for writing, through the handle, as the first mutation would. Other failures (a

@@ -14,7 +14,7 @@ use std::time::SystemTime;
 use cap_std::fs::{Dir, OpenOptions};
 
 use super::platform::{self, dir_options, sync_dir};
-use super::{EntryKind, Stamp, Store, TEMP_DIR, TEMP_PREFIX, map_io, rel_path, release};
+use super::{EntryKind, FolderStore, Stamp, TEMP_DIR, TEMP_PREFIX, map_io, rel_path, release};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
@@ -42,7 +42,7 @@ pub enum WriteMode {
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-impl Store {
+impl FolderStore {
     /// Reads a regular file, following symlinks only while they stay inside the store.
     pub fn read(&self, path: &MemPath) -> Result<FileData> {
         let file = self

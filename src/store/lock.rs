@@ -15,17 +15,17 @@ use std::sync::atomic::Ordering;
 
 use cap_std::fs::OpenOptions;
 
-use super::{LOCK_FILE, STATE_DIR, Store, platform};
+use super::{FolderStore, LOCK_FILE, STATE_DIR, platform};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
 /// Held while one mutation runs; dropping it releases the lock.
 #[derive(Debug)]
-pub struct StoreLock {
+pub struct FolderLock {
     _file: std::fs::File,
 }
 
-impl StoreLock {
+impl FolderLock {
     /// The intent left in the lock file (empty when the last holder finished cleanly).
     pub fn intent(&self) -> Result<Vec<u8>> {
         let len = self._file.metadata().map_err(lock_io)?.len();
@@ -51,13 +51,13 @@ fn lock_io(e: std::io::Error) -> Error {
     Error::io(super::LOCK_FILE, &e)
 }
 
-impl Store {
+impl FolderStore {
     /// Blocks until this process holds the store's mutation lock, then clears temp files
     /// that a crashed writer left: at this process's first acquisition, whenever the lock
     /// file holds an intent (its last holder died mid-mutation), and at every acquisition
     /// when mutations leave no intent (history off). A temp file exists only between an
     /// intent being written and cleared, so an empty lock file means there is none.
-    pub fn lock(&self) -> Result<StoreLock> {
+    pub fn lock(&self) -> Result<FolderLock> {
         self.check_writable("changing memories")?;
         let file = self.open_lock_file()?;
         file.lock().map_err(|e| self.lock_error(e))?;
@@ -67,14 +67,14 @@ impl Store {
             self.remove_stale_temps();
             self.swept.store(true, Ordering::Relaxed);
         }
-        Ok(StoreLock { _file: file })
+        Ok(FolderLock { _file: file })
     }
 
     /// Takes the lock only if it is free right now.
-    pub fn try_lock(&self) -> Result<Option<StoreLock>> {
+    pub fn try_lock(&self) -> Result<Option<FolderLock>> {
         let file = self.open_lock_file()?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(StoreLock { _file: file })),
+            Ok(()) => Ok(Some(FolderLock { _file: file })),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(self.lock_error(e)),
         }

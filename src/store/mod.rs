@@ -12,8 +12,10 @@
 pub mod config;
 pub mod folder;
 mod io;
+mod local;
 mod lock;
 mod platform;
+pub mod postgres;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 mod release;
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
@@ -27,21 +29,21 @@ mod watch;
 #[path = "watch_poll.rs"]
 mod watch;
 
+mod seam;
+
 use std::io::ErrorKind;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
-use cap_std::ambient_authority;
-use cap_std::fs::Dir;
-
-use crate::error::{Error, Result};
+use crate::error::Error;
 use crate::path::MemPath;
 
 pub use io::{FileData, WriteMode};
-pub use lock::StoreLock;
+pub use local::FolderStore;
+pub use lock::FolderLock;
+pub use postgres::PgStore;
+pub use seam::{Store, StoreLock, Watcher};
 pub use walk::{EntryKind, WalkEntry, hidden_name, visible_name};
-pub use watch::Watcher;
 
 /// Whether this build uses the Linux-only mechanisms (inotify, `renameat2`, deferred
 /// inode release) or the portable ones (see `platform`).
@@ -60,30 +62,40 @@ const TEMP_PREFIX: &str = ".memdir-tmp-";
 #[derive(Clone, Debug)]
 pub struct StoreConfig {
     pub name: String,
-    pub dir: PathBuf,
+    pub location: Location,
     pub read_only: bool,
     pub description: Option<String>,
 }
 
-/// One served store: a confined directory handle plus its settings.
-#[derive(Debug)]
-pub struct Store {
-    pub name: String,
-    pub read_only: bool,
-    pub description: Option<String>,
-    dir: Dir,
-    /// The canonical host path of the store folder: only for keying caches, never shown.
-    host_key: String,
-    /// Test hook: a write stage at which the process stops (see `io::pause`).
-    pause_at: Option<String>,
-    /// Whether this process has swept the temp folder since it opened the store.
-    swept: AtomicBool,
-    /// Temp files of interrupted writes this process removed.
-    temps_removed: std::sync::atomic::AtomicUsize,
-    /// Whether every mutation leaves an intent in the lock file while it runs (history on).
-    /// Then a lock file found empty means its last holder finished, temp files included,
-    /// and the sweep can be skipped; without intents every acquisition sweeps.
-    pub(crate) intents: bool,
+/// What holds a store's memories.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Location {
+    /// A folder on this machine.
+    Folder(PathBuf),
+    /// A PostgreSQL database, by its libpq URL (which may hold a password: never show it;
+    /// [`postgres::redact_url`] gives the form to print).
+    Postgres(String),
+}
+
+impl Location {
+    /// The folder, for a folder store.
+    pub fn folder(&self) -> Option<&std::path::Path> {
+        match self {
+            Location::Folder(dir) => Some(dir),
+            Location::Postgres(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Location {
+    /// The location as a person may see it: a folder's path, or the database URL without
+    /// its password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Folder(dir) => write!(f, "{}", dir.display()),
+            Location::Postgres(url) => f.write_str(&postgres::redact_url(url)),
+        }
+    }
 }
 
 /// What changed in a watched store since the last drain.
@@ -121,128 +133,6 @@ pub struct EntryMeta {
     pub size: u64,
     pub modified: SystemTime,
     pub stamp: Stamp,
-}
-
-impl Store {
-    /// Opens (and for writable stores, creates) the store directory. This is the one place
-    /// that uses ambient authority: everything after goes through the handle.
-    pub fn open(config: &StoreConfig) -> anyhow::Result<Store> {
-        if !config.read_only {
-            std::fs::create_dir_all(&config.dir).map_err(|e| {
-                anyhow::anyhow!("cannot create store folder {}: {e}", config.dir.display())
-            })?;
-        }
-        let dir = Dir::open_ambient_dir(&config.dir, ambient_authority()).map_err(|e| {
-            anyhow::anyhow!("cannot open store folder {}: {e}", config.dir.display())
-        })?;
-        let host_key = std::fs::canonicalize(&config.dir)
-            .unwrap_or_else(|_| config.dir.clone())
-            .to_string_lossy()
-            .into_owned();
-        let store = Store {
-            host_key,
-            name: config.name.clone(),
-            read_only: config.read_only,
-            description: config.description.clone(),
-            dir,
-            pause_at: std::env::var("MEMDIR_TEST_PAUSE").ok(),
-            swept: AtomicBool::new(false),
-            temps_removed: Default::default(),
-            intents: false,
-        };
-        if !store.read_only {
-            store.recover();
-        }
-        Ok(store)
-    }
-
-    /// The canonical host path of the store, for keying caches outside the store (the
-    /// search index). Never put it in a result.
-    pub fn host_key(&self) -> &str {
-        &self.host_key
-    }
-
-    /// Opens `rel` (a path of memdir's own under `.memdir/`); if that fails because its
-    /// folder `dir` is missing (first use, or someone removed it), makes `dir` and tries
-    /// once more. Writes do not make folders that exist on every call.
-    fn open_own(
-        &self,
-        rel: &str,
-        options: &cap_std::fs::OpenOptions,
-        dir: &str,
-    ) -> std::io::Result<cap_std::fs::File> {
-        match self.dir.open_with(rel, options) {
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                match self.dir.create_dir_all(dir) {
-                    Err(e) if e.kind() != ErrorKind::AlreadyExists => return Err(e),
-                    _ => {}
-                }
-                self.dir.open_with(rel, options)
-            }
-            other => other,
-        }
-    }
-
-    /// Removes temp files a crashed writer left behind, if no other process is mutating
-    /// right now (otherwise the next mutation does it under the lock).
-    fn recover(&self) {
-        if let Ok(Some(_lock)) = self.try_lock() {
-            self.remove_stale_temps();
-            self.swept.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// How many temp files of interrupted writes this process has removed (at open, when
-    /// the lock was free, and at its first mutation).
-    pub fn temps_removed(&self) -> usize {
-        self.temps_removed.load(Ordering::Relaxed)
-    }
-
-    /// Whether an interrupted mutation left its intent in the lock file (the next
-    /// mutation repairs the history from it); `None` when another process holds the lock.
-    pub fn pending_intent(&self) -> Result<Option<bool>> {
-        self.try_lock()?
-            .map(|lock| lock.intent().map(|i| !i.is_empty()))
-            .transpose()
-    }
-
-    /// Metadata of `path`, following symlinks that stay inside the store.
-    /// `Ok(None)` when nothing is there.
-    pub fn metadata(&self, path: &MemPath) -> Result<Option<EntryMeta>> {
-        let rel = rel_path(path);
-        match self.dir.metadata(&rel) {
-            Ok(m) => Ok(Some(EntryMeta {
-                kind: EntryKind::of(&m.file_type()),
-                size: m.len(),
-                modified: m
-                    .modified()
-                    .map(|t| t.into_std())
-                    .unwrap_or(SystemTime::UNIX_EPOCH),
-                stamp: Stamp::of(&m),
-            })),
-            Err(e) if is_missing(&e) => Ok(None),
-            Err(e) => Err(map_io(path, e)),
-        }
-    }
-
-    fn check_writable(&self, what: &'static str) -> Result<()> {
-        if self.read_only {
-            return Err(Error::ReadOnly {
-                store: self.name.clone(),
-                what,
-            });
-        }
-        Ok(())
-    }
-
-    pub(crate) fn pause(&self, stage: &str) {
-        if self.pause_at.as_deref() == Some(stage) {
-            eprintln!("memdir: test pause at {stage}");
-            loop {
-                std::thread::sleep(std::time::Duration::from_secs(3600));
-            }
-        }
-    }
 }
 
 /// The handle-relative path of a memory path (`.` for the store root).

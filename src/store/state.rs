@@ -7,14 +7,14 @@ use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use cap_std::fs::Dir;
 
 use super::platform::{nonblocking, sync_dir};
-use super::{STATE_DIR, Store};
+use super::{FolderStore, STATE_DIR};
 use crate::error::{Error, Result};
 
 fn state_error(e: std::io::Error) -> Error {
     Error::io(STATE_DIR, &e)
 }
 
-impl Store {
+impl FolderStore {
     /// Creates the folders of state path `rel` (e.g. `.memdir/history/objects/ab`).
     pub fn state_dirs(&self, rel: &str) -> Result<()> {
         match self.dir.create_dir_all(rel) {

@@ -8,7 +8,7 @@ use std::time::SystemTime;
 
 use cap_std::fs::FileType;
 
-use super::{EntryMeta, Stamp, Store, map_io, rel_path};
+use super::{EntryMeta, FolderStore, Stamp, map_io, rel_path};
 use crate::error::{Error, Result};
 use crate::path::{MemPath, addressable_name};
 
@@ -81,7 +81,7 @@ pub fn hidden_name(name: &str) -> bool {
     name.starts_with('.') || name == "node_modules"
 }
 
-impl Store {
+impl FolderStore {
     /// Every visible entry below folder `start` down to `max_depth` levels (`None` = all).
     /// Unordered.
     pub fn walk(&self, start: &MemPath, max_depth: Option<usize>) -> Result<Vec<WalkEntry>> {

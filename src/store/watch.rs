@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
 
 use super::walk::{EntryKind, visible_name};
-use super::{Changes, Store};
+use super::{Changes, FolderStore};
 use crate::path::MemPath;
 
 /// An inotify instance with one watch per visible folder of a store.
@@ -48,7 +48,7 @@ impl Watcher {
     /// [`DRAIN_BUDGET`] events are read: when changes arrive faster than they can be read
     /// (a script renaming in a loop), a drain that waited for an empty queue would never
     /// end, so past the budget it reports an overflow and the caller rescans instead.
-    pub fn drain(&mut self, store: &Store, root: &MemPath) -> Changes {
+    pub fn drain(&mut self, store: &FolderStore, root: &MemPath) -> Changes {
         let mut changes = Changes {
             overflow: std::mem::take(&mut self.degraded),
             ..Changes::default()
@@ -113,7 +113,7 @@ impl Watcher {
     }
 }
 
-impl Store {
+impl FolderStore {
     /// Watches folder `dir` and every visible folder below it.
     pub fn watch_tree(&self, watcher: &mut Watcher, dir: &MemPath) {
         self.watch_dir(watcher, dir);

@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::walk::EntryKind;
-use super::{Changes, Stamp, Store};
+use super::{Changes, FolderStore, Stamp};
 use crate::path::MemPath;
 
 /// What each visible entry of a store looked like at the last look.
@@ -43,7 +43,7 @@ impl Watcher {
     /// Walks store folder `root` and reports what differs from the last look: entries
     /// that appeared, went or changed stamp. A walk that fails reports an overflow, so the
     /// caller rescans.
-    pub fn drain(&mut self, store: &Store, root: &MemPath) -> Changes {
+    pub fn drain(&mut self, store: &FolderStore, root: &MemPath) -> Changes {
         let mut changes = Changes {
             overflow: std::mem::take(&mut self.degraded),
             ..Changes::default()
@@ -68,7 +68,7 @@ impl Watcher {
     }
 }
 
-impl Store {
+impl FolderStore {
     /// Takes the first look at folder `dir` and everything below it: later drains report
     /// changes against it.
     pub fn watch_tree(&self, watcher: &mut Watcher, dir: &MemPath) {
@@ -83,7 +83,7 @@ impl Store {
 }
 
 /// Every visible entry below `dir`, as seen now; `None` if `dir` cannot be walked.
-fn look(store: &Store, dir: &MemPath) -> Option<HashMap<MemPath, Seen>> {
+fn look(store: &FolderStore, dir: &MemPath) -> Option<HashMap<MemPath, Seen>> {
     let entries = match store.walk(dir, None) {
         Ok(entries) => entries,
         Err(e) => {

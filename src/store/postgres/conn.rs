@@ -1,0 +1,298 @@
+//! Connections to the database: the URL (and where its password may come from), the pool,
+//! prepared statements kept per connection, and errors worded for a person, never with
+//! the password in them.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use postgres::types::ToSql;
+use postgres::{Client, NoTls, Row, Statement};
+
+/// How long a call waits for a connection (the database down or unreachable) before it
+/// fails with an error.
+const CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// Connections one process keeps to one database at most.
+const POOL_SIZE: u32 = 8;
+/// Set on every connection: no statement or lock wait runs longer.
+const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
+
+pub type Pool = r2d2::Pool<Manager>;
+pub type Pooled = r2d2::PooledConnection<Manager>;
+
+/// A connection and the statements it has prepared.
+pub struct Conn {
+    pub client: Client,
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+        if let Some(s) = self.statements.get(sql) {
+            return Ok(s.clone());
+        }
+        let s = self.client.prepare(sql)?;
+        self.statements.insert(sql, s.clone());
+        Ok(s)
+    }
+
+    pub fn query(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, postgres::Error> {
+        let s = self.statement(sql)?;
+        self.client.query(&s, params)
+    }
+
+    pub fn query_one(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Row, postgres::Error> {
+        let s = self.statement(sql)?;
+        self.client.query_one(&s, params)
+    }
+
+    pub fn query_opt(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, postgres::Error> {
+        let s = self.statement(sql)?;
+        self.client.query_opt(&s, params)
+    }
+
+    pub fn execute(
+        &mut self,
+        sql: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<u64, postgres::Error> {
+        let s = self.statement(sql)?;
+        self.client.execute(&s, params)
+    }
+}
+
+/// Makes connections for the pool.
+pub struct Manager {
+    config: postgres::Config,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Conn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<Conn, postgres::Error> {
+        let mut client = self.config.connect(NoTls)?;
+        client.batch_execute(SESSION)?;
+        Ok(Conn {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// The pool for `url`; connects lazily (the first call says whether the database is there).
+pub fn pool(url: &str) -> anyhow::Result<Pool> {
+    let config = config(url)?;
+    Ok(r2d2::Pool::builder()
+        .max_size(POOL_SIZE)
+        .min_idle(Some(0))
+        .test_on_check_out(false)
+        .connection_timeout(CONNECT_WAIT)
+        .error_handler(Box::new(r2d2::NopErrorHandler))
+        .build_unchecked(Manager { config }))
+}
+
+/// The connection settings of `url`, with the password from `PGPASSWORD` or the password
+/// file when the URL has none (as libpq does).
+fn config(url: &str) -> anyhow::Result<postgres::Config> {
+    let mut config = postgres::Config::from_str(url).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not a PostgreSQL URL memdir can use ({e}); write postgresql://USER@HOST:PORT/DATABASE or postgresql://USER@/DATABASE?host=/socket/folder",
+            redact_url(url)
+        )
+    })?;
+    if config.get_dbname().is_none() {
+        anyhow::bail!(
+            "{} names no database; write postgresql://USER@HOST:PORT/DATABASE",
+            redact_url(url)
+        );
+    }
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(CONNECT_WAIT);
+    }
+    config.keepalives_idle(Duration::from_secs(30));
+    config.application_name("memdir");
+    if config.get_password().is_none()
+        && let Some(password) = password_for(&config)
+    {
+        config.password(password);
+    }
+    Ok(config)
+}
+
+/// The password libpq would use for `config`: `PGPASSWORD`, else the first matching line
+/// of the password file (`PGPASSFILE` or `~/.pgpass`, `host:port:database:user:password`,
+/// `*` matching anything).
+fn password_for(config: &postgres::Config) -> Option<String> {
+    if let Ok(p) = std::env::var("PGPASSWORD") {
+        return Some(p);
+    }
+    let file = std::env::var_os("PGPASSFILE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| dirs::home_dir().map(|h| h.join(".pgpass")))?;
+    let text = read_pgpass(&file)?;
+    let host = match config.get_hosts().first() {
+        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        // libpq matches a socket connection as `localhost`.
+        _ => "localhost".to_owned(),
+    };
+    let port = config
+        .get_ports()
+        .first()
+        .copied()
+        .unwrap_or(5432)
+        .to_string();
+    let db = config.get_dbname().unwrap_or_default().to_owned();
+    let user = config.get_user().map(str::to_owned).unwrap_or_default();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .find_map(|line| {
+            let fields = split_pgpass(line);
+            let [h, p, d, u, password] = <[String; 5]>::try_from(fields).ok()?;
+            let fits = |pattern: &str, value: &str| pattern == "*" || pattern == value;
+            (fits(&h, &host) && fits(&p, &port) && fits(&d, &db) && fits(&u, &user))
+                .then_some(password)
+        })
+}
+
+/// The password file, if it exists and only its owner can read it (libpq ignores it
+/// otherwise).
+fn read_pgpass(file: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(file).ok()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            tracing::warn!("ignoring the password file: it is readable by others (chmod 0600 it)");
+            return None;
+        }
+    }
+    std::fs::read_to_string(file).ok()
+}
+
+/// The fields of one password-file line (`:` separates, `\` escapes).
+fn split_pgpass(line: &str) -> Vec<String> {
+    let mut fields = vec![String::new()];
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    fields.last_mut().unwrap().push(n);
+                }
+            }
+            ':' if fields.len() < 5 => fields.push(String::new()),
+            c => fields.last_mut().unwrap().push(c),
+        }
+    }
+    fields
+}
+
+/// `url` without its password (in the user part or a `password=` parameter), to show.
+pub fn redact_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let authority = match authority.rsplit_once('@') {
+        Some((user, host)) => {
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{user}@{host}")
+        }
+        None => authority.to_owned(),
+    };
+    let tail = match tail.split_once('?') {
+        Some((path, query)) => {
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|kv| !kv.to_ascii_lowercase().starts_with("password="))
+                .collect();
+            if kept.is_empty() {
+                path.to_owned()
+            } else {
+                format!("{path}?{}", kept.join("&"))
+            }
+        }
+        None => tail.to_owned(),
+    };
+    if scheme.is_empty() {
+        format!("{authority}{tail}")
+    } else {
+        format!("{scheme}://{authority}{tail}")
+    }
+}
+
+/// A database error for a person: what went wrong, and what to do when it is the
+/// connection.
+pub fn describe(e: &postgres::Error) -> String {
+    if let Some(db) = e.as_db_error() {
+        return format!("the database refused: {}", db.message());
+    }
+    if e.is_closed() {
+        return "the connection to the database was lost; retry (memdir reconnects by itself)"
+            .to_owned();
+    }
+    format!("{e}")
+}
+
+/// Why no connection could be had from the pool.
+pub fn pool_error(e: &r2d2::Error) -> String {
+    format!(
+        "cannot reach the database within {} s ({e}); check that it is running and reachable, then retry",
+        CONNECT_WAIT.as_secs()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_shown() {
+        for (url, shown) in [
+            (
+                "postgresql://alice:s3cret@db.example:5432/memdir",
+                "postgresql://alice@db.example:5432/memdir",
+            ),
+            (
+                "postgresql://alice@/memdir?host=/run/pg&password=s3cret&port=5433",
+                "postgresql://alice@/memdir?host=/run/pg&port=5433",
+            ),
+            ("postgres://db/memdir", "postgres://db/memdir"),
+            (
+                "postgresql://a:p%40ss@h/db?password=x",
+                "postgresql://a@h/db",
+            ),
+        ] {
+            assert_eq!(redact_url(url), shown);
+        }
+    }
+
+    #[test]
+    fn pgpass_lines_split_with_escapes() {
+        assert_eq!(
+            split_pgpass(r"db\:1:5432:*:bob:pa\:ss:word"),
+            ["db:1", "5432", "*", "bob", "pa:ss:word"]
+        );
+    }
+}

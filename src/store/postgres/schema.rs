@@ -1,0 +1,101 @@
+//! memdir's tables, created and migrated by memdir itself: `memdir_schema` holds the
+//! version; each migration runs once, in order, under an advisory lock, so several
+//! processes starting together migrate once. A database whose schema is newer than this
+//! binary knows is refused (an older memdir must not write what it does not understand).
+
+use super::conn::Conn;
+
+/// Held while migrating (any value no store's lock key takes in practice).
+const MIGRATE_KEY: i64 = 0x6d65_6d64_6972_0001;
+
+/// The migrations, in order: migration `n` brings the schema to version `n + 1`.
+const MIGRATIONS: &[&str] = &[r#"
+CREATE SEQUENCE memdir_seq;
+CREATE TABLE memdir_files (
+    store text COLLATE "C" NOT NULL,
+    path text COLLATE "C" NOT NULL,
+    content bytea NOT NULL,
+    modified_ns bigint NOT NULL,
+    seq bigint NOT NULL,
+    PRIMARY KEY (store, path)
+);
+CREATE TABLE memdir_changes (
+    store text COLLATE "C" NOT NULL,
+    seq bigint NOT NULL,
+    path text COLLATE "C" NOT NULL
+);
+CREATE INDEX memdir_changes_by_seq ON memdir_changes (store, seq);
+CREATE TABLE memdir_state (
+    store text COLLATE "C" NOT NULL,
+    name text COLLATE "C" NOT NULL,
+    off bigint NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (store, name, off)
+);
+CREATE FUNCTION memdir_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
+    $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint * 1000 $$;
+"#];
+
+/// The schema version this binary writes.
+pub const VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Brings the database's schema to [`VERSION`] (a read-only store only checks it).
+pub fn migrate(conn: &mut Conn, read_only: bool) -> anyhow::Result<()> {
+    let found = version(conn)?;
+    if found == VERSION {
+        return Ok(());
+    }
+    check_not_newer(found)?;
+    if read_only {
+        anyhow::bail!(
+            "the database holds no memdir tables (schema version {found}, this memdir writes {VERSION}); serve the store read-write once to create them"
+        );
+    }
+    let client = &mut conn.client;
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS memdir_schema (version integer NOT NULL)")?;
+    let found: i32 = tx
+        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])?
+        .get(0);
+    check_not_newer(found)?;
+    for (n, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        tx.batch_execute(sql)?;
+        tx.execute(
+            "INSERT INTO memdir_schema (version) VALUES ($1)",
+            &[&(n as i32 + 1)],
+        )?;
+    }
+    tx.commit()?;
+    Ok(())
+}
+
+/// The schema version in the database (0 when memdir has never used it).
+fn version(conn: &mut Conn) -> anyhow::Result<i32> {
+    let row = conn.client.query_one(
+        "SELECT CASE WHEN to_regclass('memdir_schema') IS NULL THEN 0 ELSE 1 END",
+        &[],
+    )?;
+    if row.get::<_, i32>(0) == 0 {
+        return Ok(0);
+    }
+    Ok(conn
+        .client
+        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])?
+        .get(0))
+}
+
+fn check_not_newer(found: i32) -> anyhow::Result<()> {
+    if found > VERSION {
+        anyhow::bail!(
+            "the database's memdir schema is version {found}, newer than this memdir knows (version {VERSION}); upgrade memdir on this machine"
+        );
+    }
+    Ok(())
+}
+
+/// The advisory lock key of store `name`.
+pub fn lock_key(name: &str) -> i64 {
+    let digest = crate::text::sha256_hex(format!("memdir store {name}").as_bytes());
+    i64::from_str_radix(&digest[..15], 16).unwrap_or(1)
+}
