@@ -1,0 +1,1271 @@
+//! Stores held by PostgreSQL (`--store NAME=postgresql://...`), through the real binary
+//! and a real PostgreSQL server (tests/common/pg.rs): several memdir processes on one
+//! store, as when several agents share a memory; the database going away and coming
+//! back; redaction reaching the database; export and import between a folder and
+//! PostgreSQL; and URLs that are wrong, unreachable or carry a password.
+//!
+//! Every process here is an MCP client with its own `clientInfo` name, so the history
+//! can tell them apart.
+
+mod common;
+#[path = "common/pg.rs"]
+mod pg;
+
+use std::collections::BTreeMap;
+use std::io::{Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{Outcome, Sandbox, sha256_hex};
+use pg::{PgServer, unique_db};
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt as _;
+
+/// The longest any one tool call may take before the test calls it a hang.
+const CALL_LIMIT: Duration = Duration::from_secs(20);
+/// The longest a CLI command or a server start may take.
+const COMMAND_LIMIT: Duration = Duration::from_secs(30);
+
+// ---------------------------------------------------------------------------------------
+// Harness: named MCP clients and the CLI, both bounded in time
+// ---------------------------------------------------------------------------------------
+
+/// A `memdir` server process driven by an MCP client named `NAME` (version `1.0`), so its
+/// versions carry the actor `NAME/1.0`. Its stderr is collected as it comes.
+struct Agent {
+    client: RunningService<RoleClient, ClientConfig>,
+    stderr: Arc<Mutex<String>>,
+    drain: tokio::task::JoinHandle<()>,
+}
+
+/// How to start an agent's server.
+struct Launch<'a> {
+    args: Vec<String>,
+    name: &'a str,
+    env: Vec<(String, String)>,
+    cwd: Option<PathBuf>,
+}
+
+impl<'a> Launch<'a> {
+    fn new(args: &[String], name: &'a str) -> Launch<'a> {
+        Launch {
+            args: args.to_vec(),
+            name,
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    fn env(mut self, key: &str, value: &str) -> Launch<'a> {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    fn cwd(mut self, dir: &Path) -> Launch<'a> {
+        self.cwd = Some(dir.to_owned());
+        self
+    }
+
+    /// Starts the server and completes the MCP handshake; on failure (the server exited
+    /// or never answered) returns what it printed on stderr.
+    async fn try_start(self) -> Result<Agent, String> {
+        let cmd = tokio::process::Command::new(common::BIN).configure(|c| {
+            c.args(&self.args).env("RUST_LOG", "memdir=warn").env(
+                "XDG_CACHE_HOME",
+                concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+            );
+            for var in ["PGPASSWORD", "PGPASSFILE", "PGHOST", "PGPORT", "PGUSER"] {
+                c.env_remove(var);
+            }
+            for (k, v) in &self.env {
+                c.env(k, v);
+            }
+            // Never the repository: a spec mistaken for a relative folder lands here.
+            c.current_dir(
+                self.cwd
+                    .as_deref()
+                    .unwrap_or(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+            );
+        });
+        let (transport, stderr) = TokioChildProcess::builder(cmd)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn memdir");
+        let collected = Arc::new(Mutex::new(String::new()));
+        let drain = {
+            let collected = Arc::clone(&collected);
+            let mut stderr = stderr.expect("stderr is piped");
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stderr.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    collected
+                        .lock()
+                        .unwrap()
+                        .push_str(&String::from_utf8_lossy(&buf[..n]));
+                }
+            })
+        };
+        let info = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new(self.name, "1.0"),
+        );
+        match tokio::time::timeout(COMMAND_LIMIT, info.serve(transport)).await {
+            Ok(Ok(client)) => Ok(Agent {
+                client,
+                stderr: collected,
+                drain,
+            }),
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => format!("handshake failed: {e}"),
+                    _ => format!("no handshake within {COMMAND_LIMIT:?}"),
+                };
+                let _ = tokio::time::timeout(Duration::from_secs(10), drain).await;
+                let stderr = collected.lock().unwrap().clone();
+                Err(format!("{why}; stderr:\n{stderr}"))
+            }
+        }
+    }
+
+    async fn start(self) -> Agent {
+        let name = self.name.to_owned();
+        self.try_start()
+            .await
+            .unwrap_or_else(|e| panic!("memdir server for {name} did not start: {e}"))
+    }
+}
+
+impl Agent {
+    async fn start(args: &[String], name: &str) -> Agent {
+        Launch::new(args, name).start().await
+    }
+
+    /// Calls a tool, bounded by `limit`; `Err` for a protocol error or no answer in time.
+    async fn try_call(&self, tool: &str, args: Value, limit: Duration) -> Result<Outcome, String> {
+        let Value::Object(map) = args else {
+            panic!("tool arguments must be an object")
+        };
+        let request = CallToolRequestParams::new(tool.to_owned()).with_arguments(map);
+        let result = match tokio::time::timeout(limit, self.client.call_tool(request)).await {
+            Err(_) => return Err(format!("{tool}: no answer within {limit:?} (a hang)")),
+            Ok(Err(e)) => return Err(format!("{tool}: protocol error {e}")),
+            Ok(Ok(result)) => result,
+        };
+        let text = result
+            .content
+            .iter()
+            .filter_map(|c| c.as_text().map(|t| t.text.clone()))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(Outcome {
+            is_error: result.is_error.unwrap_or(false),
+            text,
+            structured: result.structured_content.unwrap_or(Value::Null),
+        })
+    }
+
+    async fn call(&self, tool: &str, args: Value) -> Outcome {
+        self.try_call(tool, args, CALL_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    async fn ok(&self, tool: &str, args: Value) -> Value {
+        let out = self.call(tool, args.clone()).await;
+        assert!(!out.is_error, "{tool} {args} failed: {}", out.text);
+        out.structured
+    }
+
+    async fn err(&self, tool: &str, args: Value) -> String {
+        let out = self.call(tool, args.clone()).await;
+        assert!(out.is_error, "{tool} {args} should fail, got: {}", out.text);
+        out.text
+    }
+
+    /// Ends the session and returns everything the server printed on stderr.
+    async fn stop(self) -> String {
+        let _ = self.client.cancel().await;
+        let _ = tokio::time::timeout(COMMAND_LIMIT, self.drain).await;
+        self.stderr.lock().unwrap().clone()
+    }
+}
+
+/// What a CLI command did.
+struct Ran {
+    ok: bool,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Ran {
+    fn out(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+}
+
+/// `memdir ARGS` with `input` on stdin, run in `cwd` with `home` as its home folder and no
+/// other environment; panics if it takes longer than COMMAND_LIMIT.
+fn cli_in(cwd: &Path, home: &Path, args: &[&str], input: &[u8], env: &[(&str, &str)]) -> Ran {
+    let mut child = std::process::Command::new(common::BIN)
+        .args(args)
+        .env_clear()
+        .env("HOME", home)
+        .env("XDG_CACHE_HOME", home.join("cache"))
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memdir");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let mut stdout = child.stdout.take().unwrap();
+    let out_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stdout.read_to_end(&mut buf);
+        buf
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let err_reader = std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = stderr.read_to_end(&mut buf);
+        buf
+    });
+    let deadline = Instant::now() + COMMAND_LIMIT;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("memdir {args:?} did not finish within {COMMAND_LIMIT:?} (a hang)");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    feeder.join().unwrap();
+    Ran {
+        ok: status.success(),
+        stdout: out_reader.join().unwrap(),
+        stderr: String::from_utf8_lossy(&err_reader.join().unwrap()).into_owned(),
+    }
+}
+
+/// `memdir ARGS` in a fresh temp folder (also its home).
+fn cli(args: &[&str], input: &[u8]) -> Ran {
+    let tmp = tempfile::tempdir().unwrap();
+    cli_in(tmp.path(), tmp.path(), args, input, &[])
+}
+
+/// `cli` that must succeed.
+fn cli_ok(args: &[&str], input: &[u8]) -> Ran {
+    let ran = cli(args, input);
+    assert!(
+        ran.ok,
+        "memdir {args:?} failed: {}{}",
+        ran.stderr,
+        ran.out()
+    );
+    ran
+}
+
+/// A PostgreSQL server with one new database, and the `--store` spec of store `name` in it.
+fn pg_store(label: &str) -> (PgServer, String) {
+    let pg = PgServer::start();
+    let db = unique_db(label);
+    pg.create_db(&db);
+    (pg, db)
+}
+
+/// Requires database `db` to hold memdir's tables with rows in them: the store was
+/// served from PostgreSQL, not from a folder its URL was mistaken for.
+fn assert_held_by(pg: &PgServer, db: &str) {
+    let tables = pg.psql(
+        db,
+        "SELECT tablename FROM pg_tables WHERE tablename LIKE 'memdir\\_%' ORDER BY 1",
+    );
+    assert!(!tables.is_empty(), "memdir made no memdir_* tables in {db}");
+    let rows: u64 = tables
+        .lines()
+        .map(|t| {
+            pg.psql(db, &format!("SELECT count(*) FROM \"{t}\""))
+                .parse::<u64>()
+                .unwrap()
+        })
+        .sum();
+    assert!(rows > 0, "memdir's tables in {db} are empty: {tables}");
+}
+
+fn store_args(spec: &str) -> Vec<String> {
+    vec!["--store".into(), spec.into()]
+}
+
+fn versions(r: &Value) -> Vec<Value> {
+    r["versions"].as_array().expect("versions").clone()
+}
+
+/// Every version of `path` (newest first), following `next_cursor`.
+async fn all_versions(agent: &Agent, path: &str) -> Vec<Value> {
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut args = json!({"path": path, "limit": 500});
+        if let Some(c) = &cursor {
+            args["cursor"] = json!(c);
+        }
+        let page = agent.ok("memory_history", args).await;
+        all.extend(versions(&page));
+        match page["next_cursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => return all,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// 0. The harness itself
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn the_harness_runs_a_real_postgresql_that_stops_and_restarts() {
+    let mut pg = PgServer::start();
+    let db = unique_db("harness");
+    pg.create_db(&db);
+    assert!(
+        pg.psql(&db, "SHOW server_version_num")
+            .parse::<u32>()
+            .unwrap()
+            >= 120000,
+        "a PostgreSQL of version 12 or newer"
+    );
+    assert_eq!(pg.psql(&db, "SHOW server_encoding"), "UTF8");
+    assert_eq!(pg.psql(&db, "SHOW listen_addresses"), "", "no TCP listener");
+    pg.psql(&db, "CREATE TABLE t (k int PRIMARY KEY, v text)");
+    pg.psql(
+        &db,
+        "INSERT INTO t VALUES (1, 'kept across a restart 東京')",
+    );
+    assert!(pg.pg_dump(&db).contains("kept across a restart 東京"));
+    let url = pg.url(&db);
+    assert!(
+        url.starts_with("postgresql://postgres@/") && url.contains(&db),
+        "{url}"
+    );
+
+    pg.stop();
+    assert!(!pg.is_running());
+    let down = std::process::Command::new(pg.program_path("pg_isready"))
+        .arg("-h")
+        .arg(pg.socket_dir())
+        .args(["-p", &pg.port().to_string(), "-t", "2"])
+        .output()
+        .unwrap();
+    assert!(!down.status.success(), "the server is stopped");
+
+    pg.restart();
+    assert_eq!(
+        pg.psql(&db, "SELECT v FROM t WHERE k = 1"),
+        "kept across a restart 東京",
+        "same data folder after a restart"
+    );
+    assert_eq!(pg.psql(&db, "SELECT count(*) FROM t"), "1");
+
+    // Databases are independent; the data folder is removed with the server.
+    let other = unique_db("harness other");
+    pg.create_db(&other);
+    assert_eq!(
+        pg.psql(
+            &other,
+            "SELECT count(*) FROM pg_tables WHERE tablename = 't'"
+        ),
+        "0"
+    );
+    let socket_dir = pg.socket_dir();
+    drop(pg);
+    assert!(
+        !socket_dir.exists(),
+        "the temp folder is removed on drop: {socket_dir:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// 1. Several processes on one store
+// ---------------------------------------------------------------------------------------
+
+const PROCESSES: usize = 6;
+const INCREMENTS: u64 = 40;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn six_processes_increment_one_counter_to_exactly_240() {
+    let (pg, db) = pg_store("counter");
+    let args = store_args(&format!("memories={}", pg.url(&db)));
+    let mut agents = Vec::new();
+    for i in 0..PROCESSES {
+        agents.push(Arc::new(Agent::start(&args, &format!("counter-{i}")).await));
+    }
+    agents[0]
+        .ok(
+            "memory_write",
+            json!({"path": "counter.md", "content": "0"}),
+        )
+        .await;
+    let conflicts = Arc::new(AtomicU64::new(0));
+    let mut tasks = Vec::new();
+    for agent in &agents {
+        let (agent, conflicts) = (Arc::clone(agent), Arc::clone(&conflicts));
+        tasks.push(tokio::spawn(async move {
+            for _ in 0..INCREMENTS {
+                loop {
+                    let r = agent.ok("memory_read", json!({"path": "counter.md"})).await;
+                    let text = r["content"].as_str().unwrap();
+                    let n: u64 = text
+                        .parse()
+                        .unwrap_or_else(|_| panic!("torn or foreign read: {text:?}"));
+                    let out = agent
+                        .call(
+                            "memory_write",
+                            json!({"path": "counter.md", "content": (n + 1).to_string(), "expected_sha256": r["content_sha256"]}),
+                        )
+                        .await;
+                    // A racer that wrote the n + 1 another already stored gets a no-op
+                    // that says its precondition was stale: its increment is not made.
+                    if !out.is_error && out.structured.get("precondition_stale").is_none() {
+                        break;
+                    }
+                    assert!(
+                        out.text.contains("precondition failed")
+                            || out.structured["precondition_stale"] == json!(true),
+                        "a conflict, nothing else: {}",
+                        out.text
+                    );
+                    conflicts.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let total = PROCESSES as u64 * INCREMENTS;
+    let conflicts = conflicts.load(Ordering::Relaxed);
+    eprintln!("conflicts retried: {conflicts}");
+
+    // A process that took no part reads the final value from the database.
+    let fresh = Agent::start(&args, "checker").await;
+    let r = fresh.ok("memory_read", json!({"path": "counter.md"})).await;
+    assert_eq!(r["content"], total.to_string(), "no increment was lost");
+    assert!(
+        conflicts > 0,
+        "the processes never raced, so the test proved nothing"
+    );
+
+    let history = all_versions(&fresh, "/memories/counter.md").await;
+    assert_eq!(
+        history.len() as u64,
+        total + 1,
+        "one version per increment plus the first write"
+    );
+    let mut numbers: Vec<u64> = history
+        .iter()
+        .map(|v| v["version"].as_u64().unwrap())
+        .collect();
+    assert!(
+        numbers.windows(2).all(|w| w[0] > w[1]),
+        "newest first, distinct"
+    );
+    numbers.sort();
+    numbers.dedup();
+    assert_eq!(numbers.len() as u64, total + 1);
+    // Each process's increments are recorded as its own.
+    let mut by_actor: BTreeMap<String, u64> = BTreeMap::new();
+    for v in &history {
+        *by_actor
+            .entry(v["actor"].as_str().unwrap().to_owned())
+            .or_default() += 1;
+    }
+    let mut expected: BTreeMap<String, u64> = (0..PROCESSES)
+        .map(|i| (format!("counter-{i}/1.0"), INCREMENTS))
+        .collect();
+    *expected.get_mut("counter-0/1.0").unwrap() += 1;
+    assert_eq!(by_actor, expected);
+    // The versions hold the numbers 0..=240, each once: every content was recorded.
+    let mut contents = Vec::new();
+    for v in history.iter().step_by(37) {
+        let one = fresh
+            .ok(
+                "memory_history",
+                json!({"path": "/memories/counter.md", "version": v["version"]}),
+            )
+            .await;
+        contents.push(one["content"].as_str().unwrap().parse::<u64>().unwrap());
+    }
+    assert_held_by(&pg, &db);
+    assert!(contents.windows(2).all(|w| w[0] > w[1]), "{contents:?}");
+    assert_eq!(contents[0], total);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn six_create_only_writers_have_exactly_one_winner() {
+    let (pg, db) = pg_store("create only");
+    let args = store_args(&format!("memories={}", pg.url(&db)));
+    let mut agents = Vec::new();
+    for i in 0..6 {
+        agents.push(Arc::new(Agent::start(&args, &format!("creator-{i}")).await));
+    }
+    for round in 0..4 {
+        let path = format!("race/{round}.md");
+        let barrier = Arc::new(tokio::sync::Barrier::new(agents.len()));
+        let mut tasks = Vec::new();
+        for (i, agent) in agents.iter().enumerate() {
+            let (agent, barrier, path) = (Arc::clone(agent), Arc::clone(&barrier), path.clone());
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                let out = agent
+                    .call(
+                        "memory_write",
+                        json!({"path": path, "content": format!("writer {i}\n"), "if_absent": true}),
+                    )
+                    .await;
+                (i, out)
+            }));
+        }
+        let mut winners = Vec::new();
+        for t in tasks {
+            let (i, out) = t.await.unwrap();
+            if out.is_error {
+                assert!(out.text.contains("already exists"), "{}", out.text);
+            } else {
+                assert_eq!(out.structured["created"], true, "{}", out.structured);
+                winners.push(i);
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: winners {winners:?}");
+        assert_held_by(&pg, &db);
+        let r = agents[0].ok("memory_read", json!({"path": path})).await;
+        assert_eq!(r["content"], format!("writer {}\n", winners[0]));
+        let h = versions(&agents[0].ok("memory_history", json!({"path": path})).await);
+        assert_eq!(h.len(), 1, "one creation recorded: {h:?}");
+        assert_eq!(h[0]["actor"], format!("creator-{}/1.0", winners[0]));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_in_one_process_is_found_by_the_next_search_in_another() {
+    let (pg, db) = pg_store("search");
+    let args = store_args(&format!("memories={}", pg.url(&db)));
+    let a = Agent::start(&args, "writer").await;
+    let b = Agent::start(&args, "searcher").await;
+    // B has searched (and so built whatever it keeps) before A writes.
+    let r = b.ok("memory_search", json!({"query": "quokka"})).await;
+    assert_eq!(r["total_hits"], 0, "{r}");
+
+    a.ok(
+        "memory_write",
+        json!({"path": "zoo/animals.md", "content": "The quokka lives on Rottnest Island.\n"}),
+    )
+    .await;
+    let r = b.ok("memory_search", json!({"query": "quokka"})).await;
+    assert_eq!(r["total_hits"], 1, "B sees A's write at once: {r}");
+    assert_eq!(r["hits"][0]["path"], "/memories/zoo/animals.md");
+
+    a.ok(
+        "memory_write",
+        json!({"path": "zoo/animals.md", "content": "The wombat digs burrows.\n"}),
+    )
+    .await;
+    let r = b.ok("memory_search", json!({"query": "quokka"})).await;
+    assert_eq!(r["total_hits"], 0, "the replaced word is gone: {r}");
+    let r = b.ok("memory_search", json!({"query": "wombat"})).await;
+    assert_eq!(r["total_hits"], 1, "{r}");
+
+    a.ok(
+        "memory_edit",
+        json!({"path": "zoo/animals.md", "old_str": "wombat", "new_str": "numbat"}),
+    )
+    .await;
+    let r = b.ok("memory_search", json!({"query": "wombat"})).await;
+    assert_eq!(r["total_hits"], 0, "an edit is seen too: {r}");
+    let r = b.ok("memory_search", json!({"query": "numbat"})).await;
+    assert_eq!(r["total_hits"], 1, "{r}");
+
+    a.ok(
+        "memory_edit",
+        json!({"path": "zoo/animals.md", "new_path": "/memories/park/animals.md"}),
+    )
+    .await;
+    let r = b.ok("memory_search", json!({"query": "numbat"})).await;
+    assert_eq!(r["hits"][0]["path"], "/memories/park/animals.md", "{r}");
+    assert_eq!(r["total_hits"], 1, "{r}");
+
+    assert_held_by(&pg, &db);
+    a.ok("memory_delete", json!({"path": "/memories/park/"}))
+        .await;
+    let r = b.ok("memory_search", json!({"query": "numbat"})).await;
+    assert_eq!(r["total_hits"], 0, "a deletion is seen: {r}");
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_names_each_process_and_the_cli_as_actors() {
+    let (pg, db) = pg_store("actors");
+    let spec = format!("memories={}", pg.url(&db));
+    let args = store_args(&spec);
+    let alice = Agent::start(&args, "alice").await;
+    let bob = Agent::start(&args, "bob").await;
+    alice
+        .ok(
+            "memory_write",
+            json!({"path": "plan.md", "content": "step one\n"}),
+        )
+        .await;
+    bob.ok(
+        "memory_edit",
+        json!({"path": "plan.md", "append_text": "step two\n"}),
+    )
+    .await;
+    let ran = cli_ok(
+        &[
+            "restore",
+            "--store",
+            &spec,
+            "/memories/plan.md",
+            "--version",
+            "1",
+        ],
+        b"",
+    );
+    assert!(ran.out().contains("now version 3"), "{}", ran.out());
+    alice
+        .ok(
+            "memory_edit",
+            json!({"path": "plan.md", "new_path": "done/plan.md"}),
+        )
+        .await;
+
+    for reader in [&alice, &bob] {
+        let h = versions(
+            &reader
+                .ok("memory_history", json!({"path": "/memories/done/plan.md"}))
+                .await,
+        );
+        let seen: Vec<(&str, &str)> = h
+            .iter()
+            .map(|v| {
+                (
+                    v["operation"].as_str().unwrap(),
+                    v["actor"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("renamed", "alice/1.0"),
+                ("modified", "cli"),
+                ("modified", "bob/1.0"),
+                ("created", "alice/1.0"),
+            ],
+            "{h:?}"
+        );
+    }
+    assert_held_by(&pg, &db);
+    let by_bob = versions(&alice.ok("memory_history", json!({"actor": "bob"})).await);
+    assert_eq!(by_bob.len(), 1, "{by_bob:?}");
+    // The CLI reads the same history.
+    let ran = cli_ok(
+        &[
+            "history",
+            "--store",
+            &spec,
+            "/memories/done/plan.md",
+            "--json",
+        ],
+        b"",
+    );
+    let actors: Vec<String> = ran
+        .out()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["actor"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(actors, ["alice/1.0", "cli", "bob/1.0", "alice/1.0"]);
+    alice.stop().await;
+    bob.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 2. The database going away
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_gives_tool_errors_and_the_same_server_recovers() {
+    let (mut pg, db) = pg_store("outage");
+    let args = store_args(&format!("memories={}", pg.url(&db)));
+    let s = Agent::start(&args, "survivor").await;
+    let acked = s
+        .ok(
+            "memory_write",
+            json!({"path": "kept.md", "content": "acknowledged before the outage\n"}),
+        )
+        .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "kept.md", "append_text": "and this edit too\n"}),
+    )
+    .await;
+
+    assert_held_by(&pg, &db);
+    pg.stop();
+    let calls = [
+        (
+            "memory_write",
+            json!({"path": "lost.md", "content": "written while the database is down\n"}),
+        ),
+        (
+            "memory_edit",
+            json!({"path": "kept.md", "append_text": "not while down\n"}),
+        ),
+        ("memory_read", json!({"path": "kept.md"})),
+        ("memory_list", json!({})),
+        ("memory_history", json!({"path": "kept.md"})),
+        ("memory_delete", json!({"path": "kept.md"})),
+    ];
+    for (tool, args) in &calls {
+        let started = Instant::now();
+        let out = s
+            .try_call(tool, args.clone(), CALL_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("while the database is down: {e}"));
+        assert!(
+            out.is_error,
+            "{tool} succeeded while the database was down: {}",
+            out.text
+        );
+        let lower = out.text.to_lowercase();
+        assert!(
+            ["postgres", "database", "connect"]
+                .iter()
+                .any(|w| lower.contains(w)),
+            "{tool}: the error says the database is unavailable: {}",
+            out.text
+        );
+        eprintln!("{tool} failed in {:?}: {}", started.elapsed(), out.text);
+    }
+    // A search may be answered from what the server keeps, or fail: either, in time.
+    s.try_call(
+        "memory_search",
+        json!({"query": "acknowledged"}),
+        CALL_LIMIT,
+    )
+    .await
+    .unwrap_or_else(|e| panic!("while the database is down: {e}"));
+
+    pg.restart();
+    // The same process reconnects by itself (it may take a few calls to notice).
+    let deadline = Instant::now() + COMMAND_LIMIT;
+    let read = loop {
+        let out = s
+            .try_call("memory_read", json!({"path": "kept.md"}), CALL_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("after the restart: {e}"));
+        if !out.is_error {
+            break out.structured;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server did not recover within {COMMAND_LIMIT:?}: {}",
+            out.text
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        read["content"], "acknowledged before the outage\nand this edit too\n",
+        "every acknowledged write survived"
+    );
+    let e = s.err("memory_read", json!({"path": "lost.md"})).await;
+    assert!(e.contains("lost.md"), "nothing failed was stored: {e}");
+    let h = versions(&s.ok("memory_history", json!({"path": "kept.md"})).await);
+    assert_eq!(h.len(), 2, "no version made while down: {h:?}");
+    assert_eq!(h[1]["version"], acked["version"]);
+    s.ok(
+        "memory_write",
+        json!({"path": "after.md", "content": "written after the restart\n"}),
+    )
+    .await;
+    // Another process sees all of it.
+    let other = Agent::start(&args, "other").await;
+    let list = other.ok("memory_list", json!({})).await;
+    let paths: Vec<&str> = list["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/memories/after.md", "/memories/kept.md"], "{list}");
+    let stderr = s.stop().await;
+    assert!(
+        !stderr.contains("panicked"),
+        "the server did not panic: {stderr}"
+    );
+    other.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 3. Redaction reaches the database
+// ---------------------------------------------------------------------------------------
+
+/// Whether a `pg_dump` holds `text`, as text or as the hex pg_dump prints `bytea` in.
+fn dump_holds(dump: &str, text: &str) -> bool {
+    let hex: String = text.bytes().map(|b| format!("{b:02x}")).collect();
+    dump.contains(text) || dump.contains(&hex)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redaction_leaves_the_text_nowhere_in_the_database() {
+    let (pg, db) = pg_store("redact");
+    let spec = format!("memories={}", pg.url(&db));
+    let s = Agent::start(&store_args(&spec), "leaker").await;
+    let marker = "REDACTME-plum-harbor-5e0c1d";
+    let leaked = s
+        .ok(
+            "memory_write",
+            json!({"path": "ops/notes.md", "content": format!("the code is {marker}\n")}),
+        )
+        .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "ops/notes.md", "content": "rotated; see the vault\n"}),
+    )
+    .await;
+    let r = s
+        .ok("memory_search", json!({"query": "rotated vault"}))
+        .await;
+    assert_eq!(r["total_hits"], 1, "{r}");
+    assert!(
+        dump_holds(&pg.pg_dump(&db), marker),
+        "before redaction the database holds the text (else this test proves nothing)"
+    );
+
+    let version = leaked["version"].to_string();
+    let ran = cli_ok(
+        &[
+            "redact",
+            "--store",
+            &spec,
+            "--version",
+            &version,
+            "memories",
+        ],
+        b"",
+    );
+    assert!(
+        ran.out().contains(&format!("redacted version {version}")),
+        "{}",
+        ran.out()
+    );
+    let dump = pg.pg_dump(&db);
+    assert!(
+        !dump_holds(&dump, marker),
+        "the redacted text is still in the database: {}",
+        dump.lines()
+            .filter(|l| dump_holds(l, marker))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // Who and when are kept; the running server sees the redaction.
+    let h = versions(
+        &s.ok("memory_history", json!({"path": "ops/notes.md"}))
+            .await,
+    );
+    assert_eq!(h.len(), 2, "{h:?}");
+    assert_eq!(h[1]["version"], leaked["version"]);
+    assert_eq!(h[1]["redacted"], true, "{h:?}");
+    assert_eq!(h[1]["actor"], "leaker/1.0");
+    let e = s
+        .err(
+            "memory_write",
+            json!({"path": "ops/notes.md", "restore_version": leaked["version"]}),
+        )
+        .await;
+    assert!(e.contains("redacted"), "{e}");
+    let r = s.ok("memory_search", json!({"query": marker})).await;
+    assert_eq!(r["total_hits"], 0, "{r}");
+    s.stop().await;
+}
+
+// ---------------------------------------------------------------------------------------
+// 4. Export and import between a folder and PostgreSQL
+// ---------------------------------------------------------------------------------------
+
+/// `history --json` of a store, one JSON object per version.
+fn cli_history(spec: &str) -> Vec<Value> {
+    cli_ok(
+        &["history", "--store", spec, "/", "--json", "--limit", "500"],
+        b"",
+    )
+    .out()
+    .lines()
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect()
+}
+
+/// `(path, content)` of every memory in a store, read through the CLI.
+fn cli_contents(spec: &str) -> Vec<(String, String)> {
+    let listed = cli_ok(&["list", "--store", spec, "/", "--json"], b"").out();
+    let mut all = Vec::new();
+    for line in listed.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        if entry["kind"] != "file" {
+            continue;
+        }
+        let path = entry["path"].as_str().unwrap().to_owned();
+        let read: Value =
+            serde_json::from_str(&cli_ok(&["read", "--store", spec, &path, "--json"], b"").out())
+                .unwrap();
+        let content = read["content"].as_str().unwrap().to_owned();
+        assert_eq!(read["content_sha256"], sha256_hex(content.as_bytes()));
+        all.push((path, content));
+    }
+    all.sort();
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_and_import_move_a_store_between_a_folder_and_postgresql() {
+    let sb = Sandbox::new();
+    let folder = format!("memories={}", sb.store().display());
+    // A history with every kind of operation, by an agent and by the CLI.
+    let s = Agent::start(&store_args(&folder), "author").await;
+    s.ok(
+        "memory_write",
+        json!({"path": "notes/a.md", "content": "first\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "notes/a.md", "append_text": "second, ünïcode 数据库\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_edit",
+        json!({"path": "notes/a.md", "new_path": "notes/b.md"}),
+    )
+    .await;
+    let gone = s
+        .ok(
+            "memory_write",
+            json!({"path": "gone.md", "content": "---\nname: gone\ndescription: deleted then restored\n---\nbody\n"}),
+        )
+        .await;
+    s.ok(
+        "memory_delete",
+        json!({"path": "gone.md", "reason": "superseded"}),
+    )
+    .await;
+    s.stop().await;
+    cli_ok(
+        &[
+            "restore",
+            "--store",
+            &folder,
+            "gone.md",
+            "--version",
+            &gone["version"].to_string(),
+        ],
+        b"",
+    );
+    let original_history = cli_history(&folder);
+    assert_eq!(original_history.len(), 6, "{original_history:?}");
+    let original_contents = cli_contents(&folder);
+    assert_eq!(original_contents.len(), 2, "{original_contents:?}");
+
+    let archive = cli_ok(&["export", "--store", &folder], b"").stdout;
+
+    let (pg, db) = pg_store("import");
+    let postgres = format!("memories={}", pg.url(&db));
+    let ran = cli_ok(&["import", "--store", &postgres], &archive);
+    assert!(
+        ran.out().contains("imported 2 memories and 6 versions"),
+        "{}",
+        ran.out()
+    );
+    assert_held_by(&pg, &db);
+    assert_eq!(cli_history(&postgres), original_history);
+    assert_eq!(cli_contents(&postgres), original_contents);
+    // The imported history is whole: an old version restores from it.
+    let s = Agent::start(&store_args(&postgres), "checker").await;
+    let r = s
+        .ok(
+            "memory_write",
+            json!({"path": "again.md", "restore_version": 1}),
+        )
+        .await;
+    assert_eq!(r["created"], true);
+    assert_eq!(
+        s.ok("memory_read", json!({"path": "again.md"})).await["content"],
+        "first\n"
+    );
+    let r = s.ok("memory_search", json!({"query": "数据库"})).await;
+    assert_eq!(r["hits"][0]["path"], "/memories/notes/b.md", "{r}");
+    s.stop().await;
+    // Never over something: a store with memories refuses, unchanged.
+    let refused = cli(&["import", "--store", &postgres], &archive);
+    assert!(
+        !refused.ok && refused.stderr.contains("already has memories"),
+        "{}",
+        refused.stderr
+    );
+
+    // And back: PostgreSQL to a new folder.
+    let back_dir = sb.tmp.path().join("back");
+    let back = format!("memories={}", back_dir.display());
+    let archive = cli_ok(&["export", "--store", &postgres], b"").stdout;
+    cli_ok(&["import", "--store", &back], &archive);
+    assert_eq!(cli_history(&back), cli_history(&postgres));
+    assert_eq!(cli_contents(&back), cli_contents(&postgres));
+    assert_eq!(
+        std::fs::read_to_string(back_dir.join("notes/b.md")).unwrap(),
+        "first\nsecond, ünïcode 数据库\n"
+    );
+    let check = cli(&["check", "--store", &back], b"");
+    assert!(check.ok, "{}{}", check.out(), check.stderr);
+    let check = cli(&["check", "--store", &postgres], b"");
+    assert!(check.ok, "{}{}", check.out(), check.stderr);
+}
+
+// ---------------------------------------------------------------------------------------
+// 5. Store specs: never a folder, several stores per database, bad URLs
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgresql_store_is_never_a_local_folder_and_one_database_holds_several() {
+    let (pg, db) = pg_store("several");
+    let cwd = tempfile::tempdir().unwrap();
+    let url = pg.url(&db);
+    let args: Vec<String> = vec![
+        "--store".into(),
+        format!("work={url}"),
+        "--store".into(),
+        format!("home={url}"),
+    ];
+    let s = Launch::new(&args, "two").cwd(cwd.path()).start().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "/work/a.md", "content": "work only\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "/home/a.md", "content": "home only\n"}),
+    )
+    .await;
+    assert_eq!(
+        s.ok("memory_read", json!({"path": "/work/a.md"})).await["content"],
+        "work only\n"
+    );
+    assert_eq!(
+        s.ok("memory_read", json!({"path": "/home/a.md"})).await["content"],
+        "home only\n"
+    );
+    let r = s
+        .ok("memory_search", json!({"query": "only", "path": "/work/"}))
+        .await;
+    assert_eq!(r["total_hits"], 1, "{r}");
+    s.stop().await;
+
+    // Each store sees only its own memories and history.
+    let only_home = Launch::new(&store_args(&format!("home={url}")), "home")
+        .cwd(cwd.path())
+        .start()
+        .await;
+    let list = only_home.ok("memory_list", json!({})).await;
+    assert_eq!(list["entries"].as_array().unwrap().len(), 1, "{list}");
+    assert_eq!(list["entries"][0]["path"], "/home/a.md");
+    let h = versions(&only_home.ok("memory_history", json!({})).await);
+    assert_eq!(h.len(), 1, "{h:?}");
+    only_home.stop().await;
+    // And read-only through `:ro`, in the CLI too.
+    let ran = cli_in(
+        cwd.path(),
+        cwd.path(),
+        &["list", "--store", &format!("work={url}:ro"), "--json"],
+        b"",
+        &[],
+    );
+    assert!(ran.ok && ran.out().contains("/work/a.md"), "{}", ran.stderr);
+
+    let left: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "cache")
+        .collect();
+    assert!(
+        left.is_empty(),
+        "memdir made {left:?} in its working folder"
+    );
+    // memdir's own tables, and nothing else.
+    let tables = pg.psql(
+        &db,
+        "SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+    );
+    assert!(!tables.is_empty(), "memdir made no tables");
+    for table in tables.split(',') {
+        assert!(
+            table.starts_with("memdir_"),
+            "a table not named memdir_*: {table}"
+        );
+    }
+}
+
+/// Passwords that must never be printed.
+const PASSWORDS: [&str; 3] = ["s3cretPW", "s3cretEnvPW", "s3cretFilePW"];
+
+fn assert_no_password(what: &str, text: &str) {
+    for password in PASSWORDS {
+        assert!(
+            !text.contains(password),
+            "{what} prints the password {password}: {text}"
+        );
+    }
+}
+
+fn assert_clear(what: &str, text: &str) {
+    let lower = text.to_lowercase();
+    assert!(
+        ["postgres", "database", "connect"]
+            .iter()
+            .any(|w| lower.contains(w)),
+        "{what} does not say what is wrong: {text:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_or_unreachable_urls_fail_clearly_in_time_and_never_print_a_password() {
+    let pg = PgServer::start();
+    let closed = pg::free_port();
+    let home = tempfile::tempdir().unwrap();
+    let pgpass = home.path().join(".pgpass");
+    std::fs::write(&pgpass, "*:*:*:*:s3cretFilePW\n").unwrap();
+    std::fs::set_permissions(&pgpass, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let cases = [
+        (
+            "unreachable TCP port",
+            format!("postgresql://postgres:s3cretPW@127.0.0.1:{closed}/memdir"),
+        ),
+        (
+            "no server on the socket",
+            format!(
+                "postgresql://postgres:s3cretPW@/memdir?host={}&port={closed}",
+                pg.socket_dir().display()
+            ),
+        ),
+        (
+            "database does not exist",
+            format!(
+                "postgresql://postgres:s3cretPW@/no_such_db?host={}&port={}",
+                pg.socket_dir().display(),
+                pg.port()
+            ),
+        ),
+        (
+            "malformed URL",
+            "postgresql://postgres:s3cretPW@[::1/memdir".to_owned(),
+        ),
+    ];
+    for (label, url) in &cases {
+        let spec = format!("memories={url}");
+        let cwd = tempfile::tempdir().unwrap();
+        let env = [
+            ("PGPASSWORD", "s3cretEnvPW"),
+            ("PGPASSFILE", pgpass.to_str().unwrap()),
+        ];
+
+        // The CLI fails, in time, saying why.
+        let ran = cli_in(
+            cwd.path(),
+            home.path(),
+            &["list", "--store", &spec],
+            b"",
+            &env,
+        );
+        assert!(!ran.ok, "{label}: memdir list succeeded: {}", ran.out());
+        assert_clear(&format!("{label}: memdir list"), &ran.stderr);
+        assert_no_password(&format!("{label}: memdir list"), &ran.stderr);
+
+        // The server either refuses to start or answers each call with an error.
+        let launch = Launch::new(&store_args(&spec), "prober")
+            .cwd(cwd.path())
+            .env("HOME", home.path().to_str().unwrap())
+            .env("PGPASSWORD", "s3cretEnvPW")
+            .env("PGPASSFILE", pgpass.to_str().unwrap())
+            .env("RUST_LOG", "debug");
+        match launch.try_start().await {
+            Err(stderr) => {
+                assert_clear(&format!("{label}: server start-up"), &stderr);
+                assert_no_password(&format!("{label}: server start-up"), &stderr);
+            }
+            Ok(s) => {
+                for (tool, args) in [
+                    ("memory_list", json!({})),
+                    ("memory_write", json!({"path": "a.md", "content": "x"})),
+                ] {
+                    let out = s
+                        .try_call(tool, args, CALL_LIMIT)
+                        .await
+                        .unwrap_or_else(|e| panic!("{label}: {e}"));
+                    assert!(out.is_error, "{label}: {tool} succeeded: {}", out.text);
+                    assert_clear(&format!("{label}: {tool}"), &out.text);
+                    assert_no_password(&format!("{label}: {tool}"), &out.text);
+                }
+                let stderr = s.stop().await;
+                assert_no_password(&format!("{label}: server log"), &stderr);
+            }
+        }
+        let left: Vec<_> = walk_names(cwd.path());
+        assert!(
+            left.is_empty(),
+            "{label}: memdir made {left:?} in its working folder"
+        );
+    }
+}
+
+/// Every entry under `dir`, as paths relative to it.
+fn walk_names(dir: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            names.push(
+                e.path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+            );
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    names
+}
