@@ -212,7 +212,7 @@ impl PgStore {
                 Ok(conn)
             }
             Err(e) => {
-                down_at.get_or_insert_with(std::time::Instant::now);
+                *down_at = Some(std::time::Instant::now());
                 Err(self.unavailable(e))
             }
         }
