@@ -1269,3 +1269,112 @@ fn walk_names(dir: &Path) -> Vec<String> {
     }
     names
 }
+
+// ---------------------------------------------------------------------------------------
+// TLS to the database
+// ---------------------------------------------------------------------------------------
+
+/// Whether memdir's connections (application_name `memdir`) to `db` use TLS, as the
+/// server sees them.
+fn memdir_connections_encrypted(pg: &PgServer, db: &str) -> Vec<String> {
+    pg.psql(
+        db,
+        "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+         WHERE a.application_name = 'memdir' AND a.datname = current_database()",
+    )
+    .lines()
+    .map(str::to_owned)
+    .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_the_database_is_used_and_checked_as_sslmode_asks() {
+    let (mut pg, db) = pg_store("tls");
+    let ca = pg.enable_tls();
+    let ca = ca.display().to_string();
+
+    // verify-full against the CA, by the certificate's name: served, and encrypted.
+    let url = pg.tcp_url(
+        "localhost",
+        &db,
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    let s = Agent::start(&store_args(&format!("memories={url}")), "tls-agent").await;
+    s.ok(
+        "memory_write",
+        json!({"path": "tls.md", "content": "over an encrypted connection\n"}),
+    )
+    .await;
+    let seen = memdir_connections_encrypted(&pg, &db);
+    assert!(
+        !seen.is_empty() && seen.iter().all(|ssl| ssl == "t"),
+        "memdir's connections must be encrypted: {seen:?}"
+    );
+    drop(s);
+
+    // require: encrypted without checking the certificate; disable: not encrypted.
+    for (params, want) in [("sslmode=require", "t"), ("sslmode=disable", "f")] {
+        let url = pg.tcp_url("127.0.0.1", &db, params);
+        let s = Agent::start(&store_args(&format!("memories={url}")), "tls-mode").await;
+        let r = s.ok("memory_read", json!({"path": "tls.md"})).await;
+        assert!(r["content"].as_str().unwrap().contains("encrypted"), "{r}");
+        let seen = memdir_connections_encrypted(&pg, &db);
+        assert!(
+            seen.iter().any(|ssl| ssl == want),
+            "{params}: want a connection with ssl={want}, saw {seen:?}"
+        );
+    }
+
+    // verify-full refuses a name the certificate does not carry; verify-ca accepts it
+    // (the chain is what it checks); an unknown CA is refused. Start-up says why.
+    let wrong_name = pg.tcp_url(
+        "127.0.0.1",
+        &db,
+        &format!("sslmode=verify-full&sslrootcert={ca}"),
+    );
+    let ran = cli(&["--store", &format!("m={wrong_name}"), "list"], b"");
+    assert!(!ran.ok, "verify-full with a wrong name must fail");
+    assert!(ran.stderr.contains("not valid for name"), "{}", ran.stderr);
+    let chain_only = pg.tcp_url(
+        "127.0.0.1",
+        &db,
+        &format!("sslmode=verify-ca&sslrootcert={ca}"),
+    );
+    cli_ok(&["--store", &format!("m={chain_only}"), "list"], b"");
+    let other_ca = tempfile::tempdir().unwrap();
+    let other = other_ca.path().join("other.crt");
+    let made = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args(["-subj", "/CN=someone else"])
+        .arg("-keyout")
+        .arg(other_ca.path().join("other.key"))
+        .arg("-out")
+        .arg(&other)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let unknown = pg.tcp_url(
+        "localhost",
+        &db,
+        &format!("sslmode=verify-full&sslrootcert={}", other.display()),
+    );
+    let ran = cli(&["--store", &format!("m={unknown}"), "list"], b"");
+    assert!(!ran.ok, "a certificate from an unknown CA must be refused");
+    assert!(ran.stderr.contains("TLS"), "{}", ran.stderr);
+    // A mode libpq does not have is refused before connecting.
+    let ran = cli(
+        &[
+            "--store",
+            &format!("m={}", pg.tcp_url("localhost", &db, "sslmode=maybe")),
+            "list",
+        ],
+        b"",
+    );
+    assert!(
+        !ran.ok && ran.stderr.contains("sslmode `maybe`"),
+        "{}",
+        ran.stderr
+    );
+}

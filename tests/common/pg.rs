@@ -39,6 +39,8 @@ pub struct PgServer {
     /// The uid and gid to run `initdb` and `postgres` as (the `postgres` user when root).
     run_as: Option<(u32, u32)>,
     port: u16,
+    /// Settings given to `postgres` after the defaults (`-c NAME=VALUE`), e.g. for TLS.
+    settings: Vec<String>,
     child: Option<Child>,
     // Last: removed after the server has stopped.
     dir: tempfile::TempDir,
@@ -75,6 +77,7 @@ impl PgServer {
             bin,
             run_as,
             port: free_port(),
+            settings: Vec::new(),
             child: None,
             dir,
         };
@@ -200,6 +203,100 @@ impl PgServer {
         }
     }
 
+    /// Restarts the server listening on 127.0.0.1 too, with TLS on: a certificate for
+    /// `localhost` signed by a CA made here, whose certificate file is returned. Uses the
+    /// `openssl` command (Debian's `postgresql` pulls it in through `ssl-cert`).
+    pub fn enable_tls(&mut self) -> PathBuf {
+        let dir = self.dir.path().join("tls");
+        std::fs::create_dir_all(&dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .unwrap_or_else(|e| panic!("PostgreSQL harness: run openssl: {e}"));
+            assert!(
+                out.status.success(),
+                "PostgreSQL harness: openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.crt",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=memdir test CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=localhost",
+        ]);
+        std::fs::write(
+            dir.join("ext.cnf"),
+            "subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.crt",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ]);
+        if let Some((uid, gid)) = self.run_as {
+            for f in ["server.key", "server.crt"] {
+                std::os::unix::fs::chown(dir.join(f), Some(uid), Some(gid)).unwrap();
+            }
+        }
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(
+            dir.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        self.settings = vec![
+            "listen_addresses=127.0.0.1".into(),
+            "ssl=on".into(),
+            format!("ssl_cert_file={}", dir.join("server.crt").display()),
+            format!("ssl_key_file={}", dir.join("server.key").display()),
+        ];
+        self.stop();
+        self.launch();
+        dir.join("ca.crt")
+    }
+
+    /// The URL of database `db` over TCP to `host` (after [`enable_tls`]), with `params`.
+    pub fn tcp_url(&self, host: &str, db: &str, params: &str) -> String {
+        format!("postgresql://postgres@{host}:{}/{db}?{params}", self.port)
+    }
+
     /// Starts the stopped server again: same data, socket folder and port.
     pub fn restart(&mut self) {
         assert!(
@@ -246,6 +343,7 @@ impl PgServer {
             .arg("-k")
             .arg(self.socket_dir())
             .args(["-c", "listen_addresses=", "-p", &self.port.to_string()])
+            .args(self.settings.iter().flat_map(|s| ["-c", s.as_str()]))
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log)

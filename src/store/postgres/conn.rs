@@ -9,7 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use postgres::types::ToSql;
-use postgres::{Client, NoTls, Row, Statement};
+use postgres::{Client, Row, Statement};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long a call waits for a connection (the database down or unreachable) before it
 /// fails with an error.
@@ -125,6 +126,7 @@ impl Conn {
 /// Makes connections for the pool.
 pub struct Manager {
     config: postgres::Config,
+    tls: MakeRustlsConnect,
 }
 
 impl r2d2::ManageConnection for Manager {
@@ -132,7 +134,7 @@ impl r2d2::ManageConnection for Manager {
     type Error = postgres::Error;
 
     fn connect(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = self.config.connect(self.tls.clone())?;
         client.batch_execute(SESSION)?;
         Ok(Conn {
             client,
@@ -151,7 +153,7 @@ impl r2d2::ManageConnection for Manager {
 
 /// The pool for `url`; connects lazily (the first call says whether the database is there).
 pub fn pool(url: &str) -> anyhow::Result<Pool> {
-    let config = config(url)?;
+    let (config, tls) = config(url)?;
     let last_error = Arc::new(Mutex::new(None));
     let pool = r2d2::Pool::builder()
         .max_size(POOL_SIZE)
@@ -159,14 +161,16 @@ pub fn pool(url: &str) -> anyhow::Result<Pool> {
         .test_on_check_out(false)
         .connection_timeout(CONNECT_WAIT)
         .error_handler(Box::new(LastError(Arc::clone(&last_error))))
-        .build_unchecked(Manager { config });
+        .build_unchecked(Manager { config, tls });
     Ok(Pool { pool, last_error })
 }
 
 /// The connection settings of `url`, with the password from `PGPASSWORD` or the password
-/// file when the URL has none (as libpq does).
-fn config(url: &str) -> anyhow::Result<postgres::Config> {
-    let mut config = postgres::Config::from_str(url).map_err(|e| {
+/// file when the URL has none (as libpq does), and the TLS its `sslmode` asks for.
+fn config(url: &str) -> anyhow::Result<(postgres::Config, MakeRustlsConnect)> {
+    let (url_rest, tls) =
+        super::tls::from_url(url).map_err(|e| anyhow::anyhow!("{}: {e}", redact_url(url)))?;
+    let mut config = postgres::Config::from_str(&url_rest).map_err(|e| {
         anyhow::anyhow!(
             "{} is not a PostgreSQL URL memdir can use ({e}); write postgresql://USER@HOST:PORT/DATABASE or postgresql://USER@/DATABASE?host=/socket/folder",
             redact_url(url)
@@ -178,14 +182,7 @@ fn config(url: &str) -> anyhow::Result<postgres::Config> {
             redact_url(url)
         );
     }
-    if config.get_ssl_mode() == postgres::config::SslMode::Require {
-        anyhow::bail!(
-            "{}: sslmode=require, but this memdir does not speak TLS to the database yet; use a local socket, a private network or a tunnel (ssh -L), and drop sslmode",
-            redact_url(url)
-        );
-    }
-    // `prefer` (libpq's default) falls back to an unencrypted connection.
-    config.ssl_mode(postgres::config::SslMode::Disable);
+    config.ssl_mode(tls.mode);
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_WAIT);
     }
@@ -196,7 +193,7 @@ fn config(url: &str) -> anyhow::Result<postgres::Config> {
     {
         config.password(password);
     }
-    Ok(config)
+    Ok((config, tls.connector))
 }
 
 /// The password libpq would use for `config`: `PGPASSWORD`, else the first matching line

@@ -20,6 +20,7 @@
 
 mod conn;
 mod schema;
+mod tls;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
