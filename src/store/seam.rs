@@ -24,7 +24,7 @@ pub struct Store {
 #[derive(Debug)]
 enum Engine {
     Folder(FolderStore),
-    Postgres(PgStore),
+    Postgres(Box<PgStore>),
 }
 
 /// Held while one mutation runs. For a folder, dropping it releases the lock; for a
@@ -60,9 +60,11 @@ impl Store {
             Location::Folder(dir) => {
                 Engine::Folder(FolderStore::open(&config.name, dir, config.read_only)?)
             }
-            Location::Postgres(url) => {
-                Engine::Postgres(PgStore::open(&config.name, url, config.read_only)?)
-            }
+            Location::Postgres(url) => Engine::Postgres(Box::new(PgStore::open(
+                &config.name,
+                url,
+                config.read_only,
+            )?)),
         };
         Ok(Store {
             name: config.name.clone(),

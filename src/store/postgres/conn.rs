@@ -25,9 +25,17 @@ const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; 
 pub struct Pool {
     pub pool: r2d2::Pool<Manager>,
     last_error: Arc<Mutex<Option<String>>>,
+    /// A copy of the pool's settings, to connect once outside it.
+    probe: Manager,
 }
 
 impl Pool {
+    /// Connects once, outside the pool, to tell why a connection fails: the database
+    /// refusing (authentication, no such database) or not being reached.
+    pub fn connect_now(&self) -> Result<Conn, postgres::Error> {
+        r2d2::ManageConnection::connect(&self.probe)
+    }
+
     pub fn get(&self) -> Result<Pooled, String> {
         self.pool.get().map_err(|e| self.explain(&e))
     }
@@ -56,16 +64,7 @@ struct LastError(Arc<Mutex<Option<String>>>);
 
 impl r2d2::HandleError<postgres::Error> for LastError {
     fn handle_error(&self, error: postgres::Error) {
-        let mut text = error.to_string();
-        let mut source = std::error::Error::source(&error);
-        while let Some(s) = source {
-            let more = s.to_string();
-            if !text.contains(&more) {
-                text = format!("{text}: {more}");
-            }
-            source = s.source();
-        }
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(chain(&error));
     }
 }
 pub type Pooled = r2d2::PooledConnection<Manager>;
@@ -161,8 +160,15 @@ pub fn pool(url: &str) -> anyhow::Result<Pool> {
         .test_on_check_out(false)
         .connection_timeout(CONNECT_WAIT)
         .error_handler(Box::new(LastError(Arc::clone(&last_error))))
-        .build_unchecked(Manager { config, tls });
-    Ok(Pool { pool, last_error })
+        .build_unchecked(Manager {
+            config: config.clone(),
+            tls: tls.clone(),
+        });
+    Ok(Pool {
+        pool,
+        last_error,
+        probe: Manager { config, tls },
+    })
 }
 
 /// The connection settings of `url`, with the password from `PGPASSWORD` or the password
@@ -308,6 +314,21 @@ pub fn describe(e: &postgres::Error) -> String {
             .to_owned();
     }
     format!("{e}")
+}
+
+/// An error connecting, with its causes (`error connecting to server: Connection
+/// refused`), for a person.
+pub fn chain(error: &postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(s) = source {
+        let more = s.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        source = s.source();
+    }
+    text
 }
 
 /// Whether `e` says the connection is gone (closed, or the server shutting down), so the

@@ -53,6 +53,8 @@ pub struct PgStore {
     key: String,
     /// The connection of each thread that holds this store's lock (its transaction).
     held: HeldMap,
+    /// Whether the schema was checked (and migrated) on this database.
+    ready: std::sync::atomic::AtomicBool,
     /// When connecting last failed (cleared by a success).
     down_at: Mutex<Option<std::time::Instant>>,
 }
@@ -102,21 +104,31 @@ pub struct PgWatcher {
 
 impl PgStore {
     /// Connects to the database at `url`, creates or migrates memdir's tables, and serves
-    /// store `name` from them.
+    /// store `name` from them. A database that refuses (authentication, no such database,
+    /// a newer schema) stops the start; one that cannot be reached right now does not: the
+    /// store answers each call with an error until the database is back, then migrates.
     pub fn open(name: &str, url: &str, read_only: bool) -> anyhow::Result<PgStore> {
         let pool = conn::pool(url)?;
-        {
-            let mut c = pool.get().map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot connect to the database of store `{name}` ({}): {}",
-                    redact_url(url),
-                    e
-                )
-            })?;
-            schema::migrate(&mut c, read_only)
-                .map_err(|e| anyhow::anyhow!("store `{name}` ({}): {e}", redact_url(url)))?;
-        }
+        let at = || format!("store `{name}` ({})", redact_url(url));
+        let ready = match pool.connect_now() {
+            Ok(mut c) => {
+                schema::migrate(&mut c, read_only).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                true
+            }
+            Err(e) if e.as_db_error().is_some() => {
+                anyhow::bail!("{}: {}", at(), conn::describe(&e))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    "{}: the database cannot be reached now ({}); each call fails until it is back, then memdir connects by itself",
+                    at(),
+                    conn::chain(&e)
+                );
+                false
+            }
+        };
         Ok(PgStore {
+            ready: std::sync::atomic::AtomicBool::new(ready),
             name: name.to_owned(),
             read_only,
             key: format!("{}#{name}", redact_url(url)),
@@ -208,8 +220,13 @@ impl PgStore {
         };
         let mut down_at = self.down_at.lock().unwrap_or_else(|e| e.into_inner());
         match got {
-            Ok(conn) => {
+            Ok(mut conn) => {
                 *down_at = None;
+                drop(down_at);
+                if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
+                    schema::migrate(&mut conn, self.read_only).map_err(|e| self.unavailable(e))?;
+                    self.ready.store(true, std::sync::atomic::Ordering::Release);
+                }
                 Ok(conn)
             }
             Err(e) => {
