@@ -106,6 +106,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// A copy of a [`Error::Database`] (for each of several paths one query failed for);
+    /// any other error is carried by its message.
+    pub fn clone_database(&self) -> Error {
+        match self {
+            Error::Database { store, reason } => Error::Database {
+                store: store.clone(),
+                reason: reason.clone(),
+            },
+            other => Error::InvalidArgument(other.to_string()),
+        }
+    }
+
     pub fn invalid_path(path: &str, reason: impl Into<String>) -> Self {
         Error::InvalidPath {
             path: path.to_owned(),

@@ -192,7 +192,32 @@ impl Memdir {
 
     /// Reads and decodes a memory; `Ok(None)` if nothing is there.
     pub(crate) fn current(&self, p: &MemPath) -> Result<Option<Current>> {
-        match self.store(p).read(p) {
+        Self::decode(p, self.store(p).read(p))
+    }
+
+    /// [`current`](Self::current) of several memories (of one store or several), read
+    /// together where the store can (one query for a database).
+    pub(crate) fn current_many(&self, paths: &[MemPath]) -> Vec<Result<Option<Current>>> {
+        let mut out: Vec<Option<Result<Option<Current>>>> = paths.iter().map(|_| None).collect();
+        for (i, store) in self.stores.iter().enumerate() {
+            let (at, mine): (Vec<usize>, Vec<MemPath>) = paths
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.store == i)
+                .map(|(n, p)| (n, p.clone()))
+                .unzip();
+            if mine.is_empty() {
+                continue;
+            }
+            for ((n, p), read) in at.into_iter().zip(&mine).zip(store.read_many(&mine)) {
+                out[n] = Some(Self::decode(p, read));
+            }
+        }
+        out.into_iter().map(|r| r.unwrap_or(Ok(None))).collect()
+    }
+
+    fn decode(p: &MemPath, read: Result<crate::store::FileData>) -> Result<Option<Current>> {
+        match read {
             Ok(data) => {
                 let sha256 = text::sha256_hex(&data.bytes);
                 let text = String::from_utf8(data.bytes).map_err(|_| Error::NotUtf8 {

@@ -285,11 +285,15 @@ impl Memdir {
         let mut hits = Vec::new();
         let mut stale = false;
         let mut used = 0usize;
-        for c in page {
+        // The page's memories, read together (one query for a database store).
+        let page: Vec<&Candidate> = page.collect();
+        let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
+        let currents = self.current_many(&paths);
+        for (c, current) in page.into_iter().zip(currents) {
             if used > self.settings.result_budget {
                 break;
             }
-            let current = self.current(&c.path).ok().flatten();
+            let current = current.ok().flatten();
             let fresh = match (&current, c.indexed) {
                 (Some(cur), Some(stamp)) => cur.stamp == stamp,
                 (Some(_), None) => true,

@@ -388,9 +388,11 @@ fn reconcile(
         index.write(|w| gone.iter().try_for_each(|rel| w.remove(rel)))?;
     }
     for (n, chunk) in stale.chunks(BATCH).enumerate() {
-        let texts = chunk
+        let paths: Vec<MemPath> = chunk.iter().map(|rel| scope.with_rel(rel)).collect();
+        let texts = paths
             .iter()
-            .map(|rel| read_text(store, &scope.with_rel(rel)))
+            .zip(store.read_many(&paths))
+            .map(|(p, read)| text_of(p, read))
             .collect::<Result<Vec<_>, _>>()?;
         index.write(|w| {
             for (rel, text) in chunk.iter().zip(&texts) {
@@ -495,7 +497,15 @@ fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
 /// indexed (gone, not UTF-8, refused). Fails only when the database holding the store is
 /// away (the file's state is then unknown).
 fn read_text(store: &Store, p: &MemPath) -> Result<Option<(String, Stamp)>, SyncError> {
-    match store.read(p) {
+    text_of(p, store.read(p))
+}
+
+/// [`read_text`] of a read already made.
+fn text_of(
+    p: &MemPath,
+    read: crate::error::Result<crate::store::FileData>,
+) -> Result<Option<(String, Stamp)>, SyncError> {
+    match read {
         Ok(data) => Ok(String::from_utf8(data.bytes).ok().map(|t| (t, data.stamp))),
         Err(Error::NotFound { .. }) => Ok(None),
         Err(e @ Error::Database { .. }) => Err(SyncError::Store(e)),

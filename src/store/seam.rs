@@ -136,6 +136,14 @@ impl Store {
         each!(self, s => s.read(path))
     }
 
+    /// Reads several memories: one result per path, in order (one query for a database).
+    pub fn read_many(&self, paths: &[MemPath]) -> Vec<Result<FileData>> {
+        match &self.engine {
+            Engine::Folder(f) => paths.iter().map(|p| f.read(p)).collect(),
+            Engine::Postgres(p) => p.read_many(paths),
+        }
+    }
+
     /// Writes a memory durably (the caller holds the store lock).
     pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<Stamp> {
         each!(self, s => s.write(path, bytes, mode))

@@ -321,11 +321,7 @@ impl PgStore {
             )
             .map(|r| r.get::<_, Option<i64>>(0))
         })?;
-        if let Some(newest) = newest {
-            return Ok(Some(dir_meta(newest)));
-        }
-        self.check_ancestors(path)?;
-        Ok(None)
+        Ok(newest.map(dir_meta))
     }
 
     /// Refuses a path below a memory (a file cannot hold other files).
@@ -338,7 +334,7 @@ impl PgStore {
         }
         let file = self.with(|c| {
             c.query_opt(
-                "SELECT path FROM memdir_files WHERE store = $1 AND path = ANY($2) ORDER BY path LIMIT 1",
+                "SELECT a.p FROM unnest($2::text[]) AS a(p) WHERE EXISTS (SELECT 1 FROM memdir_files f WHERE f.store = $1 AND f.path = a.p) ORDER BY a.p LIMIT 1",
                 &[&self.name, &ancestors],
             )
         })?;
@@ -399,6 +395,41 @@ impl PgStore {
             modified: meta.modified,
             stamp: meta.stamp,
         })
+    }
+
+    /// Reads several memories in one query; a path not found there is read alone, for
+    /// its own error (not found, a folder, too large).
+    pub fn read_many(&self, paths: &[MemPath]) -> Vec<Result<FileData>> {
+        let rels: Vec<String> = paths.iter().map(MemPath::rel).collect();
+        let rows = match self.with(|c| {
+            c.query(
+                "SELECT path, octet_length(content)::bigint, modified_ns, seq, content FROM memdir_files WHERE store = $1 AND path = ANY($2) AND octet_length(content) <= $3::bigint",
+                &[&self.name, &rels, &(READ_LIMIT as i64)],
+            )
+        }) {
+            Ok(rows) => rows,
+            Err(e) => return paths.iter().map(|_| Err(e.clone_database())).collect(),
+        };
+        let mut found: HashMap<String, FileData> = rows
+            .into_iter()
+            .map(|row| {
+                let meta = file_meta(row.get(1), row.get(2), row.get(3));
+                let data = FileData {
+                    bytes: row.get(4),
+                    modified: meta.modified,
+                    stamp: meta.stamp,
+                };
+                (row.get(0), data)
+            })
+            .collect();
+        paths
+            .iter()
+            .zip(&rels)
+            .map(|(p, rel)| match found.remove(rel) {
+                Some(data) => Ok(data),
+                None => self.read(p),
+            })
+            .collect()
     }
 
     /// Writes a memory (the caller holds the store lock, so this joins its transaction).
@@ -642,14 +673,15 @@ impl PgStore {
 
     /// Appends to a state file; returns its length after.
     pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<u64> {
-        let len = self.state_len(rel)? as i64;
         self.with(|c| {
-            c.execute(
-                "INSERT INTO memdir_state (store, name, off, data) VALUES ($1, $2, $3, $4)",
-                &[&self.name, &rel, &len, &bytes],
+            c.query_one(
+                "INSERT INTO memdir_state (store, name, off, data) SELECT $1, $2, \
+                 coalesce((SELECT off + octet_length(data) FROM memdir_state WHERE store = $1 AND name = $2 ORDER BY off DESC LIMIT 1), 0), $3 \
+                 RETURNING off + octet_length(data)",
+                &[&self.name, &rel, &bytes],
             )
-        })?;
-        Ok(len as u64 + bytes.len() as u64)
+            .map(|r| r.get::<_, i64>(0) as u64)
+        })
     }
 
     /// The size of a state file (0 if absent).
