@@ -29,6 +29,14 @@ impl Frontmatter {
 /// Only the head of a file is looked at.
 const MAX_BLOCK_BYTES: usize = 16 * 1024;
 
+/// Whether `text` may have a frontmatter field named `key` (or one starting with it):
+/// false only when the head a frontmatter can take up does not mention it, which is
+/// cheap to tell, while parsing the YAML costs more than reading a small file.
+pub fn may_have(text: &str, key: &str) -> bool {
+    text.starts_with("---")
+        && text[..crate::text::floor_char_boundary(text, MAX_BLOCK_BYTES + 8)].contains(key)
+}
+
 /// Parses the frontmatter of `text`, if it has a well-formed one.
 pub fn parse(text: &str) -> Option<Frontmatter> {
     let rest = text.strip_prefix("---")?;
@@ -129,9 +137,13 @@ mod tests {
         assert_eq!(fm.tags, ["rust", "build"]);
         assert_eq!(parse("---\ntags: a, b\n---\n").unwrap().tags, ["a", "b"]);
         for block in ["expires: 2026-03-01", "expires_at: 2026-03-01"] {
-            let fm = parse(&format!("---\n{block}\n---\n")).unwrap();
+            let text = format!("---\n{block}\n---\n");
+            let fm = parse(&text).unwrap();
             assert_eq!(fm.expires_at.as_deref(), Some("2026-03-01"), "{block}");
+            assert!(may_have(&text, "expires"));
         }
+        assert!(!may_have("---\nname: a\n---\n", "expires"));
+        assert!(!may_have("expires: 2026-03-01\n", "expires"));
     }
 
     #[test]

@@ -819,3 +819,132 @@ async fn an_edit_made_outside_memdir_is_recorded_when_any_process_notices_it() {
     watcher.stop().await;
     writer.stop().await;
 }
+
+#[tokio::test]
+async fn a_change_made_while_no_memdir_ran_is_recorded_at_the_next_start() {
+    // A person edits a memory while no memdir runs, then (again while none runs) deletes
+    // it by hand: the next process to start records each as it syncs its index, before
+    // anything asks for that file's history, so the edit can still be restored.
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let plan = sb.store().join("plan.md");
+    let search = json!({"query": "deploy"});
+    let external = json!({"actor": "external"});
+
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "plan.md", "content": "v1 deploy\n"}),
+    )
+    .await;
+    s.ok("memory_search", search.clone()).await;
+    s.stop().await;
+
+    std::fs::write(&plan, "v2 deploy, edited by hand\n").unwrap();
+    std::fs::write(sb.store().join("new.md"), "a deploy note made by hand\n").unwrap();
+    // A read-only process records nothing. (It has an index of its own here: one it
+    // shared would be in step with the files when the next process starts, which would
+    // then leave the changes to be recorded at the next mutation of each file.)
+    let before = log_lines(&sb.store()).len();
+    let store_ro = format!("memories={root}:ro");
+    let ro_index = sb.tmp.path().join("ro-index");
+    let ro = Server::start(
+        &[
+            "--store",
+            &store_ro,
+            "--index-dir",
+            ro_index.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    ro.ok("memory_search", search.clone()).await;
+    ro.stop().await;
+    assert_eq!(
+        log_lines(&sb.store()).len(),
+        before,
+        "read-only: no records"
+    );
+
+    // The first search waits for the start-up sync, which records what it found.
+    let s = sb.serve().await;
+    s.ok("memory_search", search.clone()).await;
+    let got = versions(&s.ok("memory_history", external.clone()).await);
+    let ops: Vec<(&str, &str)> = got
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["path"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    let mut sorted = ops.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        [
+            ("created", "/memories/new.md"),
+            ("modified", "/memories/plan.md")
+        ],
+        "{got:?}"
+    );
+    // Nothing is recorded twice, and memdir's own writes are not taken for outside ones.
+    s.ok(
+        "memory_write",
+        json!({"path": "own.md", "content": "deploy mine\n"}),
+    )
+    .await;
+    s.stop().await;
+    let s = sb.serve().await;
+    s.ok("memory_search", search.clone()).await;
+    assert_eq!(
+        versions(&s.ok("memory_history", external.clone()).await).len(),
+        2
+    );
+    s.stop().await;
+
+    // Deleted by hand; the next process also finds it with an index built anew (which
+    // cannot tell what changed: the history is compared with the files).
+    std::fs::remove_file(&plan).unwrap();
+    let fresh = sb.tmp.path().join("fresh-index");
+    let s = sb
+        .serve_with(&["--index-dir", fresh.to_str().unwrap()])
+        .await;
+    s.ok("memory_search", search.clone()).await;
+    let got = versions(&s.ok("memory_history", external.clone()).await);
+    assert_eq!(
+        (got[0]["operation"].as_str(), got[0]["path"].as_str()),
+        (Some("deleted"), Some("/memories/plan.md")),
+        "{got:?}"
+    );
+    assert_eq!(got.len(), 3, "{got:?}");
+    let plan_history = versions(&s.ok("memory_history", json!({"path": "plan.md"})).await);
+    let ops: Vec<(&str, &str)> = plan_history
+        .iter()
+        .map(|v| {
+            (
+                v["operation"].as_str().unwrap(),
+                v["actor"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            ("deleted", "external"),
+            ("modified", "external"),
+            ("created", ops[2].1)
+        ],
+        "{plan_history:?}"
+    );
+    // The edit made by hand is kept, although the file is gone.
+    let edited = s
+        .ok(
+            "memory_history",
+            json!({"path": "/memories/", "version": plan_history[1]["version"]}),
+        )
+        .await;
+    assert_eq!(edited["content"], "v2 deploy, edited by hand\n");
+    s.stop().await;
+}

@@ -244,6 +244,14 @@ impl Heads {
         self.heads.get(rel)
     }
 
+    /// The paths whose latest record says they hold a memory (not deleted).
+    pub fn live_paths(&self) -> impl Iterator<Item = &str> {
+        self.heads
+            .iter()
+            .filter(|(_, r)| r.op != Op::Deleted)
+            .map(|(rel, _)| rel.as_str())
+    }
+
     /// Whether the log already keeps this content.
     pub fn has_content(&self, sha: &str) -> bool {
         self.contents.contains_key(sha)

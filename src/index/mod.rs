@@ -348,7 +348,7 @@ impl Index {
         let key = if recent { "-docs.mtime_ns" } else { "0" };
         let sql = if filter.is_empty() && !recent {
             format!(
-                "SELECT rowid, {}(fts, {mode}), 0 FROM fts WHERE fts MATCH ?1",
+                "SELECT rowid, {}(fts, {mode}) FROM fts WHERE fts MATCH ?1",
                 rank::NAME
             )
         } else {
@@ -364,8 +364,10 @@ impl Index {
         let mut scored: Vec<(f64, i64, i64)> = self
             .conn
             .prepare_cached(&sql)?
+            // The key is read only when it orders the page: a common word's query
+            // returns a row per document.
             .query_map(all_args.as_slice(), |r| {
-                Ok((r.get(1)?, r.get(0)?, r.get(2)?))
+                Ok((r.get(1)?, r.get(0)?, if recent { r.get(2)? } else { 0 }))
             })?
             .collect::<IndexResult<_>>()?;
         if idf_later && !scored.is_empty() {

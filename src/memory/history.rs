@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 
 use super::Memdir;
+use super::sync::Found;
 use crate::error::{Error, Result};
 use crate::history::{self, Op, Record};
 use crate::path::{MemPath, Target};
@@ -273,33 +274,66 @@ impl Memdir {
 
     /// Records, as `external`, the changes among `rels` (files of store `i` that its
     /// index found changed) that the history does not know: a person's edit is kept as
-    /// soon as any process notices it, not only at the next mutation of that file.
-    /// Most changes are this process's own writes, which its history already holds:
-    /// those are told apart without the store lock.
-    pub(crate) fn notice_external(&self, i: usize, rels: Vec<String>) {
+    /// soon as any process notices it — by its watcher or at its first reconcile — not
+    /// only at the next mutation of that file. Most changes are memdir's own writes,
+    /// which the history already holds: those are told apart without the store lock,
+    /// which is taken only when some differ, and everything is checked again under it (a
+    /// write another memdir process is making is then either recorded or not begun).
+    pub(crate) fn notice_external(&self, i: usize, rels: Vec<String>, found: Found) {
         let store = &self.stores()[i];
         // In a database every change comes through memdir, recorded as it is made.
         if !self.settings.history || store.read_only || store.is_database() || rels.is_empty() {
             return;
         }
         let root = MemPath::root(i, &store.name);
-        let unknown: Vec<String> = {
+        if let Found::FirstSync { .. } = found {
+            // What this process knows of the history may be old, or not read yet: bring it
+            // up to date (taking the lock briefly) before comparing with it.
+            if let Err(e) = self.recorder(&root) {
+                tracing::warn!(store = %store.name, error = %e, "could not record changes made outside memdir");
+                return;
+            }
+        }
+        // A rebuilt index finds every file changed: only those the history knows are
+        // compared with it (the others are recorded at their first mutation).
+        let known_only = matches!(found, Found::FirstSync { rebuilt: true });
+        let candidates: Vec<(String, Option<(Op, String)>)> = {
             let heads = self.heads[i].lock().unwrap_or_else(|e| e.into_inner());
+            let mut rels = rels;
+            if known_only {
+                // Nor does it know which files are gone: those are the memories the history
+                // holds that the walk did not find.
+                let found: HashSet<&str> = rels.iter().map(String::as_str).collect();
+                let gone: Vec<String> = heads
+                    .live_paths()
+                    .filter(|rel| !found.contains(rel))
+                    .map(str::to_owned)
+                    .collect();
+                rels.extend(gone);
+            }
             rels.into_iter()
                 .filter(|rel| !rel.split('/').any(crate::store::hidden_name))
-                .filter(|rel| {
-                    let Ok(current) = self.current(&root.with_rel(rel)) else {
-                        return false;
-                    };
-                    match (heads.head(rel), current) {
-                        (Some(h), Some(c)) => h.op == Op::Deleted || h.sha256 != c.sha256,
-                        (Some(h), None) => h.op != Op::Deleted,
-                        (None, Some(_)) => true,
-                        (None, None) => false,
-                    }
+                .filter_map(|rel| {
+                    let head = heads.head(&rel).map(|h| (h.op, h.sha256.clone()));
+                    (!known_only || head.is_some()).then_some((rel, head))
                 })
                 .collect()
         };
+        let unknown: Vec<String> = candidates
+            .into_iter()
+            .filter(|(rel, head)| {
+                let Ok(current) = self.current(&root.with_rel(rel)) else {
+                    return false;
+                };
+                match (head, current) {
+                    (Some((op, sha)), Some(c)) => *op == Op::Deleted || *sha != c.sha256,
+                    (Some((op, _)), None) => *op != Op::Deleted,
+                    (None, Some(_)) => true,
+                    (None, None) => false,
+                }
+            })
+            .map(|(rel, _)| rel)
+            .collect();
         if unknown.is_empty() {
             return;
         }

@@ -388,6 +388,9 @@ pub(crate) struct Expiry {
 
 impl Expiry {
     pub(crate) fn of(text: &str) -> Expiry {
+        if !frontmatter::may_have(text, "expires") {
+            return Expiry::default();
+        }
         Self::of_frontmatter(frontmatter::parse(text).as_ref())
     }
 

@@ -189,31 +189,37 @@ impl Memdir {
         };
         let store = &self.stores()[i];
         let root = MemPath::root(i, &store.name);
-        // What changed, and whether it changed while this process was watching: the first
-        // reconcile of a process compares with an index that may be days old (or new, and
-        // empty), and may race the start-up of an editor's write, so what it finds is left
-        // for the next mutation of each file to notice, as before.
-        let (result, seen_live) = if !synced.reconciled {
+        // What changed, and how it was found: the first reconcile of a process compares
+        // with an index that may be days old, or new and empty (then every file looks
+        // changed, and only those the history knows are compared with it).
+        let (result, found) = if !synced.reconciled {
             // Watch first, so changes made during the walk are queued, not lost.
             synced.watcher = store.watcher(&root);
             let done = reconcile(store, &synced.index, &root, progress);
             synced.reconciled = done.is_ok();
-            (done, false)
+            let rebuilt = synced.index.built.is_some();
+            (done, Found::FirstSync { rebuilt })
         } else {
             match synced.watcher.as_mut() {
                 Some(watcher) => {
                     let changes = watcher.drain(store, &root);
                     if changes.overflow {
-                        (reconcile(store, &synced.index, &root, progress), true)
+                        (
+                            reconcile(store, &synced.index, &root, progress),
+                            Found::Watching,
+                        )
                     } else {
                         (
                             sync_paths(store, &synced.index, &changes.paths, progress),
-                            true,
+                            Found::Watching,
                         )
                     }
                 }
                 // No change notification on this system: a stat walk per search.
-                None => (reconcile(store, &synced.index, &root, progress), true),
+                None => (
+                    reconcile(store, &synced.index, &root, progress),
+                    Found::Watching,
+                ),
             }
         };
         let changed = match result {
@@ -233,9 +239,14 @@ impl Memdir {
             }
         };
         let out = f(synced);
-        drop(slot);
-        if seen_live {
-            self.notice_external(i, changed);
+        if let Found::FirstSync { .. } = found {
+            // Recorded before the slot is let go, so whoever takes it next (a search, the
+            // start-up warm-up) finds what changed while no process watched in the history.
+            self.notice_external(i, changed, found);
+            drop(slot);
+        } else {
+            drop(slot);
+            self.notice_external(i, changed, found);
         }
         Ok(Some(out))
     }
@@ -335,6 +346,18 @@ impl Memdir {
             tracing::warn!(error = %e, "search index update failed; the next search re-syncs");
         }
     }
+}
+
+/// How the changes handed to [`Memdir::notice_external`] were found.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Found {
+    /// By this process's watcher, or a reconcile after it lost events: changes made while
+    /// the process ran.
+    Watching,
+    /// By the process's first reconcile: changes made since any process last synced the
+    /// index, perhaps while no memdir ran. `rebuilt`: the index was built from scratch,
+    /// so every file is among them, changed or not.
+    FirstSync { rebuilt: bool },
 }
 
 /// A mutation, as the index needs to know it.
