@@ -72,7 +72,7 @@ impl Sandbox {
         let root = self.tmp.path();
         let config = StoreConfig {
             name: "memories".into(),
-            dir: root.join("store"),
+            location: memdir::store::Location::Folder(root.join("store")),
             read_only: false,
             description: Some("fuzzed".into()),
         };

@@ -64,7 +64,7 @@ fn fixture() -> &'static Fixture {
             .iter()
             .map(|name| StoreConfig {
                 name: (*name).to_owned(),
-                dir: root.join(name),
+                location: memdir::store::Location::Folder(root.join(name)),
                 read_only: false,
                 description: None,
             })
