@@ -598,7 +598,7 @@ async fn corpus_search(
     // The write path's folder check, as the server plans it (a prepared statement runs
     // with a generic plan after five executions).
     let explain = "SET plan_cache_mode = force_generic_plan; \
-        PREPARE anc(text, text[]) AS SELECT path FROM memdir_files WHERE store = $1 AND path = ANY($2) ORDER BY path LIMIT 1; \
+        PREPARE anc(text, text[]) AS SELECT a.p FROM unnest($2::text[]) AS a(p) WHERE EXISTS (SELECT 1 FROM memdir_files f WHERE f.store = $1 AND f.path = a.p) ORDER BY a.p LIMIT 1; \
         EXPLAIN (ANALYZE, COSTS OFF, TIMING ON) EXECUTE anc('corpus', ARRAY['area-00', 'area-00/topic-00']);";
     if let Ok(plan) = env.pg.psql(DB, explain) {
         println!("\npostgres: the write path's ancestor check at {n} memories (generic plan):");
