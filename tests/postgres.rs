@@ -1378,3 +1378,35 @@ async fn tls_to_the_database_is_used_and_checked_as_sslmode_asks() {
         ran.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memdir_migrates_its_schema_and_refuses_a_newer_one() {
+    let (pg, db) = pg_store("schema");
+    let spec = format!("memories={}", pg.url(&db));
+    // A read-only store on a database memdir never used is refused: nothing to read, and
+    // a read-only store does not create tables.
+    let ran = cli(&["--store", &format!("{spec}:ro"), "list"], b"");
+    assert!(
+        !ran.ok,
+        "a read-only store on an empty database must not start"
+    );
+    assert!(ran.stderr.contains("no memdir tables"), "{}", ran.stderr);
+    // The first read-write use creates the tables at the version this binary writes.
+    cli_ok(&["--store", &spec, "list"], b"");
+    let version = pg.psql(&db, "SELECT max(version) FROM memdir_schema");
+    assert!(version.parse::<i32>().is_ok_and(|v| v >= 1), "{version}");
+    // A schema from a newer memdir is refused with what to do, and left as it was.
+    pg.psql(&db, "INSERT INTO memdir_schema (version) VALUES (999)");
+    let ran = cli(&["--store", &spec, "list"], b"");
+    assert!(!ran.ok, "a newer schema must be refused");
+    assert!(
+        ran.stderr.contains("newer than this memdir knows")
+            && ran.stderr.contains("upgrade memdir"),
+        "{}",
+        ran.stderr
+    );
+    assert_eq!(
+        pg.psql(&db, "SELECT max(version) FROM memdir_schema"),
+        "999"
+    );
+}
