@@ -42,7 +42,7 @@ use tokio::process::Command;
 
 #[path = "common/host.rs"]
 mod host;
-#[path = "common/pg.rs"]
+#[path = "../tests/common/pg.rs"]
 mod pg;
 #[path = "common/stats.rs"]
 mod stats;
@@ -232,17 +232,17 @@ async fn run(plan: Plan) -> anyhow::Result<()> {
         ]);
     }
     let t0 = Instant::now();
-    let pg = PgServer::start(&settings);
+    let pg = PgServer::start_with(&settings);
     pg.create_db(DB);
     let pg_start = t0.elapsed();
     let statements = plan.statements
         && pg
-            .psql(DB, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+            .try_psql(DB, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
             .is_ok();
     let url = pg.url(DB);
-    let version = pg.psql(DB, "SHOW server_version").unwrap_or_default();
+    let version = pg.try_psql(DB, "SHOW server_version").unwrap_or_default();
     let durability = pg
-        .psql(
+        .try_psql(
             DB,
             "SELECT string_agg(name || '=' || setting, ', ' ORDER BY name) FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'shared_buffers', 'wal_sync_method')",
         )
@@ -600,7 +600,7 @@ async fn corpus_search(
     let explain = "SET plan_cache_mode = force_generic_plan; \
         PREPARE anc(text, text[]) AS SELECT a.p FROM unnest($2::text[]) AS a(p) WHERE EXISTS (SELECT 1 FROM memdir_files f WHERE f.store = $1 AND f.path = a.p) ORDER BY a.p LIMIT 1; \
         EXPLAIN (ANALYZE, COSTS OFF, TIMING ON) EXECUTE anc('corpus', ARRAY['area-00', 'area-00/topic-00']);";
-    if let Ok(plan) = env.pg.psql(DB, explain) {
+    if let Ok(plan) = env.pg.try_psql(DB, explain) {
         println!("\npostgres: the write path's ancestor check at {n} memories (generic plan):");
         for l in plan.lines() {
             println!("  {l}");
@@ -1144,7 +1144,7 @@ fn verdict(ok: bool) -> &'static str {
 // ---- pg_stat_statements ----------------------------------------------------------------------
 
 fn reset_statements(env: &Env) {
-    let _ = env.pg.psql(DB, "SELECT pg_stat_statements_reset()");
+    let _ = env.pg.try_psql(DB, "SELECT pg_stat_statements_reset()");
 }
 
 /// The statements run since the last reset, per call of the `calls` tool calls made.
@@ -1153,7 +1153,7 @@ fn statement_report(env: &Env, calls: usize) -> String {
                FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid \
                WHERE d.datname = current_database() AND query NOT LIKE '%pg_stat_statements%' \
                ORDER BY calls DESC";
-    let rows = match env.pg.psql(DB, sql) {
+    let rows = match env.pg.try_psql(DB, sql) {
         Ok(rows) => rows,
         Err(e) => return format!("  (pg_stat_statements unavailable: {e})"),
     };

@@ -1,4 +1,4 @@
-//! A real PostgreSQL server for the tests: the Debian binaries, a cluster made by
+//! A real PostgreSQL server for the tests (and `examples/pg_bench.rs`): the Debian binaries, a cluster made by
 //! `initdb` in a temp folder, served only on a private Unix socket. Anything missing or
 //! failing panics with what to do: these tests fail, never skip, without PostgreSQL.
 //!
@@ -49,6 +49,11 @@ pub struct PgServer {
 impl PgServer {
     /// Makes a cluster in a new temp folder and starts it; panics if anything fails.
     pub fn start() -> PgServer {
+        PgServer::start_with(&[])
+    }
+
+    /// [`start`](Self::start) with server settings (`name=value`, given as `-c`).
+    pub fn start_with(settings: &[&str]) -> PgServer {
         let bin = bin_dir();
         let run_as = if rustix::process::geteuid().is_root() {
             Some(postgres_user())
@@ -77,7 +82,7 @@ impl PgServer {
             bin,
             run_as,
             port: free_port(),
-            settings: Vec::new(),
+            settings: settings.iter().map(|s| s.to_string()).collect(),
             child: None,
             dir,
         };
@@ -132,6 +137,12 @@ impl PgServer {
     /// Runs `sql` in database `db` with psql and returns its unaligned, tuples-only output
     /// (one row per line, columns separated by `|`), trimmed. Panics if psql fails.
     pub fn psql(&self, db: &str, sql: &str) -> String {
+        self.try_psql(db, sql)
+            .unwrap_or_else(|e| panic!("PostgreSQL harness: psql -d {db} -c {sql:?} failed: {e}"))
+    }
+
+    /// [`psql`](Self::psql), with psql's message as the error instead of a panic.
+    pub fn try_psql(&self, db: &str, sql: &str) -> Result<String, String> {
         let out = self
             .client("psql")
             .args([
@@ -147,17 +158,20 @@ impl PgServer {
                 sql,
             ])
             .output()
-            .unwrap_or_else(|e| panic!("PostgreSQL harness: run psql: {e}"));
-        assert!(
-            out.status.success(),
-            "PostgreSQL harness: psql -d {db} -c {sql:?} failed ({}): {}",
-            out.status,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout)
-            .expect("psql prints UTF-8")
-            .trim()
-            .to_owned()
+            .map_err(|e| format!("cannot run psql: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{}: {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    /// The binaries folder and port, for a report.
+    pub fn describe(&self) -> String {
+        format!("{} (port {}, socket only)", self.bin.display(), self.port)
     }
 
     /// `pg_dump` of database `db`: its whole schema and data as plain SQL.
@@ -281,12 +295,12 @@ impl PgServer {
             std::fs::Permissions::from_mode(0o600),
         )
         .unwrap();
-        self.settings = vec![
+        self.settings.extend([
             "listen_addresses=127.0.0.1".into(),
             "ssl=on".into(),
             format!("ssl_cert_file={}", dir.join("server.crt").display()),
             format!("ssl_key_file={}", dir.join("server.key").display()),
-        ];
+        ]);
         self.stop();
         self.launch();
         dir.join("ca.crt")
