@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::peak_rss_mib;
+use common::{StderrLog, peak_rss_mib};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -33,6 +33,8 @@ struct Raw {
     /// Ids for requests the helpers make up (barriers, round trips).
     next_id: u64,
     tmp: tempfile::TempDir,
+    /// The server's log, shown if the test fails (a panic message of the server too).
+    _stderr: StderrLog,
 }
 
 impl Raw {
@@ -86,13 +88,13 @@ impl Raw {
             )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            // Inherited, so a panic message of the server shows up next to the failure.
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn memdir");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let stderr = StderrLog::read_async(child.stderr.take().expect("piped stderr"), "memdir");
         Raw {
             child,
             stdin,
@@ -100,6 +102,7 @@ impl Raw {
             stash: VecDeque::new(),
             next_id: 1_000_000,
             tmp,
+            _stderr: stderr,
         }
     }
 

@@ -565,7 +565,7 @@ async fn a_long_index_build_reports_progress() {
         index.to_str().unwrap(),
     ])
     .env("RUST_LOG", "memdir=warn");
-    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let (transport, _stderr) = common::spawn_mcp(cmd);
     let client = recorder.clone().serve(transport).await.unwrap();
     let mut meta = RequestMetaObject::default();
     meta.set_progress_token(ProgressToken(NumberOrString::String("search-1".into())));

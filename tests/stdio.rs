@@ -5,23 +5,28 @@
 //! Each kind must serve, end at EOF with status 0, and leave the descriptors' flags as
 //! it found them, since a shell or the host may share them.
 
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{BIN, StderrLog};
 use rustix::fs::OFlags;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_memdir");
 
 /// How long the server may take to answer or to exit. Generous: debug builds on a
 /// shared 2-core machine.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> Child {
-    spawn_with(store, stdin, stdout, Stdio::inherit(), "memdir=warn")
+/// `memdir --root STORE` on these stdin and stdout, its stderr captured (shown if the
+/// test fails).
+fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> (Child, StderrLog) {
+    let mut child = spawn_with(store, stdin, stdout, Stdio::piped(), "memdir=warn");
+    let log = StderrLog::read_blocking(child.stderr.take().expect("piped stderr"), "memdir");
+    (child, log)
 }
 
 fn spawn_with(
@@ -164,7 +169,7 @@ fn pipes_are_served_non_blocking_and_their_flags_restored_at_exit() {
     let in_shared = OwnedFd::from(in_read.try_clone().unwrap());
     let out_shared = OwnedFd::from(out_write.try_clone().unwrap());
     assert!(!flags(&in_shared).contains(OFlags::NONBLOCK));
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(in_read),
         Stdio::from(out_write),
@@ -191,7 +196,7 @@ fn a_full_session_over_pipes() {
     let tmp = tempfile::tempdir().unwrap();
     let (in_read, in_write) = std::io::pipe().unwrap();
     let (out_read, out_write) = std::io::pipe().unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(in_read),
         Stdio::from(out_write),
@@ -213,7 +218,7 @@ fn a_full_session_over_socket_pairs_as_node_hosts_give() {
     set_send_buffer(&out_theirs, 4096);
     let in_shared = OwnedFd::from(in_theirs.try_clone().unwrap());
     let out_shared = OwnedFd::from(out_theirs.try_clone().unwrap());
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(in_theirs)),
         Stdio::from(OwnedFd::from(out_theirs)),
@@ -241,7 +246,7 @@ fn one_socket_for_both_stdin_and_stdout() {
     let theirs_too = theirs.try_clone().unwrap();
     let shared = OwnedFd::from(theirs.try_clone().unwrap());
     ours.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(theirs)),
         Stdio::from(OwnedFd::from(theirs_too)),
@@ -354,7 +359,7 @@ fn requests_from_a_file_and_replies_to_a_file_are_served_blocking() {
         text.push('\n');
     }
     std::fs::write(&requests, text).unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(std::fs::File::open(&requests).unwrap()),
         Stdio::from(std::fs::File::create(&replies).unwrap()),
