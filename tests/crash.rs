@@ -152,6 +152,7 @@ async fn sigkill_at_many_moments_during_large_writes() {
             )
             .await
         });
+        // The kill moment itself is what is tested: a point in time during the write.
         tokio::time::sleep(delay).await;
         s.kill9();
         let acknowledged = matches!(

@@ -537,6 +537,8 @@ async fn every_replaced_or_deleted_file_is_released() {
     }
     s.ok("memory_delete", json!({"path": "gone/0.md"})).await;
     s.ok("memory_delete", json!({"path": "gone"})).await;
+    // Freed on a helper thread, which says nothing when done: the condition polled is the
+    // server's open descriptors in /proc naming no deleted file.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let mut held = deleted_files_held(s.pid);
     while !held.is_empty() && std::time::Instant::now() < deadline {

@@ -6,7 +6,6 @@ mod common;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::{Sandbox, Server, peak_rss_mib, sha256_hex};
 use serde_json::{Value, json};
@@ -454,9 +453,13 @@ async fn retention_keeps_the_current_version() {
         .await;
     s.ok("memory_delete", json!({"path": "gone.md"})).await;
     s.stop().await;
-    let s = Server::start(&["--root", &root, "--keep-versions", "2"], &[]).await;
-    // Retention runs in the background at start; the history call waits for the lock.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut s = Server::start(
+        &["--root", &root, "--keep-versions", "2"],
+        &[("RUST_LOG", "memdir=info")],
+    )
+    .await;
+    // Retention runs in the background at start, and says so when it is done.
+    s.wait_for_stderr("history upkeep dropped").await;
     let h = s.ok("memory_history", json!({"path": "a.md"})).await;
     let v = versions(&h);
     assert_eq!(v.len(), 2, "{v:?}");

@@ -11,7 +11,7 @@ use rmcp::model::{
     CallToolRequestParams, LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::transport::ConfigureCommandExt;
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::process::Command;
@@ -39,6 +39,8 @@ impl ClientHandler for Collector {
 struct Client {
     service: RunningService<RoleClient, Collector>,
     messages: mpsc::UnboundedReceiver<LoggingMessageNotificationParam>,
+    /// The server's log, shown if the test fails.
+    _stderr: common::StderrLog,
 }
 
 impl Client {
@@ -51,10 +53,14 @@ impl Client {
                 .arg(index)
                 .env("RUST_LOG", "memdir=warn");
         });
-        let transport = TokioChildProcess::new(cmd).expect("spawn memdir");
+        let (transport, stderr) = common::spawn_mcp(cmd);
         let (tx, messages) = mpsc::unbounded_channel();
         let service = Collector(tx).serve(transport).await.expect("MCP handshake");
-        Client { service, messages }
+        Client {
+            service,
+            messages,
+            _stderr: stderr,
+        }
     }
 
     async fn set_level(&self, level: LoggingLevel) {

@@ -245,17 +245,10 @@ fn cli_in(cwd: &Path, home: &Path, args: &[&str], input: &[u8], env: &[(&str, &s
         let _ = stderr.read_to_end(&mut buf);
         buf
     });
-    let deadline = Instant::now() + COMMAND_LIMIT;
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("memdir {args:?} did not finish within {COMMAND_LIMIT:?} (a hang)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = pg::child::wait_timeout(&mut child, COMMAND_LIMIT) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("memdir {args:?} did not finish within {COMMAND_LIMIT:?} (a hang)");
     };
     feeder.join().unwrap();
     Ran {
@@ -795,6 +788,8 @@ async fn a_database_outage_gives_tool_errors_and_the_same_server_recovers() {
             "the server did not recover within {COMMAND_LIMIT:?}: {}",
             out.text
         );
+        // Retried at a calm pace until it recovers: the server reconnects lazily, on a
+        // call, so there is no event to wait on.
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     assert_eq!(

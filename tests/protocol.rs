@@ -6,11 +6,14 @@
 mod common;
 
 use std::collections::{BTreeSet, VecDeque};
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use common::peak_rss_mib;
+use common::{StderrLog, peak_rss_mib};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -33,6 +36,8 @@ struct Raw {
     /// Ids for requests the helpers make up (barriers, round trips).
     next_id: u64,
     tmp: tempfile::TempDir,
+    /// The server's log, shown if the test fails (a panic message of the server too).
+    _stderr: StderrLog,
 }
 
 impl Raw {
@@ -86,13 +91,13 @@ impl Raw {
             )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            // Inherited, so a panic message of the server shows up next to the failure.
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
             .expect("spawn memdir");
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let stderr = StderrLog::read_async(child.stderr.take().expect("piped stderr"), "memdir");
         Raw {
             child,
             stdin,
@@ -100,6 +105,7 @@ impl Raw {
             stash: VecDeque::new(),
             next_id: 1_000_000,
             tmp,
+            _stderr: stderr,
         }
     }
 
@@ -1210,6 +1216,44 @@ async fn a_line_of_millions_of_tiny_values_is_refused_without_being_built() {
     server.assert_still_serves().await;
 }
 
+/// Whether the server has stopped reading its input: bytes wait in the pipe to its stdin
+/// (`input`, a descriptor of that pipe) while every thread of the server sleeps. A server
+/// that meant to read would be running, since there is something to read.
+fn stopped_reading(pid: u32, input: &OwnedFd) -> bool {
+    let waiting = rustix::io::ioctl_fionread(input).expect("FIONREAD on the stdin pipe");
+    waiting > 0 && every_thread_sleeps(pid)
+}
+
+/// Whether every thread of process `pid` is asleep (state `S` in `/proc/PID/task/*/stat`).
+fn every_thread_sleeps(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).all(|task| {
+        std::fs::read_to_string(task.path().join("stat")).is_ok_and(|stat| {
+            // `pid (comm) state ...`; the name may hold spaces and parentheses.
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('S'))
+        })
+    })
+}
+
+/// Waits until the server has stopped reading (seen twice in a row, so not a passing
+/// moment), the writer has sent all `n`, or a minute has passed; polls, as there is no
+/// event for a process that chose not to read.
+async fn wait_until_reading_stops(pid: u32, input: &OwnedFd, sent: &AtomicUsize, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut stopped = 0;
+    while sent.load(Ordering::Acquire) < n && stopped < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if stopped_reading(pid, input) {
+            stopped += 1;
+        } else {
+            stopped = 0;
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() {
     // 4,000 `tools/list` requests (about 13 KB of answer each, 52 MB in all) sent while
@@ -1217,14 +1261,15 @@ async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() 
     // client (or 256 requests are being answered), so the sender stalls and the server's
     // memory stays far below what it was asked to answer. Once the client reads, every
     // answer arrives, whole and once.
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     let mut server = Raw::start().await;
     let pid = server.child.id().expect("pid");
     let n = 4000usize;
     let sent = Arc::new(AtomicUsize::new(0));
     let mut stdin = server.stdin.take().expect("stdin");
+    let input = stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .expect("dup the stdin pipe");
     let progress = Arc::clone(&sent);
     let writer = tokio::spawn(async move {
         for i in 0..n {
@@ -1239,21 +1284,7 @@ async fn a_client_that_never_reads_its_answers_is_not_read_from_without_bound() 
         stdin.flush().await.expect("flush");
         stdin
     });
-    // Wait until the sender has made no progress for a second (or is done).
-    let mut last = usize::MAX;
-    let mut still_since = Instant::now();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = sent.load(Ordering::Acquire);
-        if now != last {
-            last = now;
-            still_since = Instant::now();
-        }
-        if now == n || still_since.elapsed() > Duration::from_secs(1) || Instant::now() > deadline {
-            break;
-        }
-    }
+    wait_until_reading_stops(pid, &input, &sent, n).await;
     let stalled_at = sent.load(Ordering::Acquire);
     let peak = peak_rss_mib(pid);
     assert!(
@@ -1324,38 +1355,86 @@ async fn a_2026_07_28_listen_stream_carries_resource_changes_until_cancelled() {
         "{ack}"
     );
 
-    std::fs::write(server.store().join("a.md"), "written outside\n").unwrap();
-    let mut got = Vec::new();
-    while got.len() < 2 {
-        let note = server.recv().await;
-        assert_eq!(
-            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 7,
-            "{note}"
-        );
-        got.push(note["method"].as_str().unwrap_or_default().to_owned());
-    }
-    got.sort();
+    // A second stream, never cancelled, shows when the server has made the notifications
+    // of a change: the cancelled one is checked against it, not against a clock.
+    let witness = json!({
+        "jsonrpc": "2.0", "id": 8, "method": "subscriptions/listen",
+        "params": {
+            "_meta": meta,
+            "notifications": {
+                "resourcesListChanged": true,
+                "resourceSubscriptions": ["memory://memories/a.md"]
+            }
+        }
+    });
+    server.send_line(&witness.to_string()).await;
+    let ack = server.recv().await;
     assert_eq!(
-        got,
-        [
-            "notifications/resources/list_changed",
-            "notifications/resources/updated"
-        ]
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 8,
+        "{ack}"
     );
 
-    // Cancelled: nothing more on it.
+    std::fs::write(server.store().join("a.md"), "written outside\n").unwrap();
+    let mut got = Vec::new();
+    let mut witnessed = Vec::new();
+    while got.len() < 2 || witnessed.len() < 2 {
+        let note = server.recv().await;
+        let method = note["method"].as_str().unwrap_or_default().to_owned();
+        match &note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] {
+            id if *id == 7 => got.push(method),
+            id if *id == 8 => witnessed.push(method),
+            _ => panic!("a message of neither stream: {note}"),
+        }
+    }
+    got.sort();
+    witnessed.sort();
+    for got in [&got, &witnessed] {
+        assert_eq!(
+            got,
+            &[
+                "notifications/resources/list_changed",
+                "notifications/resources/updated"
+            ]
+        );
+    }
+
+    // Cancelled: nothing more on it. The answer to a request sent after the cancel says
+    // the cancel has been read.
     server
         .send_line(
             &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
                 .to_string(),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let listed = era_request(&mut server, 9, "tools/list", json!({}), "listener").await;
+    assert!(listed["result"]["tools"].is_array(), "{listed}");
+    assert!(
+        server.stash.is_empty(),
+        "before the cancel was read: {:?}",
+        server.stash
+    );
     std::fs::write(server.store().join("a.md"), "again\n").unwrap();
     std::fs::write(server.store().join("b.md"), "new\n").unwrap();
-    tokio::time::sleep(Duration::from_millis(800)).await;
+    // Once the witness has both changes, the cancelled stream would have had them too:
+    // one task sends each change to every stream in turn.
+    let mut witnessed = BTreeSet::new();
+    while witnessed.len() < 2 {
+        let note = server.recv().await;
+        assert_eq!(
+            note["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 8,
+            "after cancelling: {note}"
+        );
+        witnessed.insert(note["method"].as_str().unwrap_or_default().to_owned());
+    }
+    // The end of input closes the witness with its response; the cancelled stream has
+    // none.
     let rest = server.finish().await;
-    assert!(rest.is_empty(), "after cancelling: {rest:?}");
+    assert!(
+        rest.iter().all(|m| m.get("id") == Some(&json!(8))
+            || (m.get("id").is_none()
+                && m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 8)),
+        "after cancelling: {rest:?}"
+    );
 }
 
 #[tokio::test]
@@ -1432,10 +1511,8 @@ async fn cancelled_requests_count_as_work_until_their_handler_finishes() {
     // after it is sent: rmcp drops their answers, but their handlers still run and hold
     // their requests, so they must keep counting against the in-flight limit (256), and
     // reading must pause rather than take every request.
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
     let mut server = Raw::start().await;
+    let pid = server.child.id().expect("pid");
     let write = json!({"path": "warm.md", "content": "x\n"});
     server.call("memory_write", write).await;
     let lock_file = std::fs::OpenOptions::new()
@@ -1448,6 +1525,10 @@ async fn cancelled_requests_count_as_work_until_their_handler_finishes() {
     let n = 1200usize;
     let sent = Arc::new(AtomicUsize::new(0));
     let mut stdin = server.stdin.take().expect("stdin");
+    let input = stdin
+        .as_fd()
+        .try_clone_to_owned()
+        .expect("dup the stdin pipe");
     let progress = Arc::clone(&sent);
     let writer = tokio::spawn(async move {
         for i in 0..n {
@@ -1466,19 +1547,7 @@ async fn cancelled_requests_count_as_work_until_their_handler_finishes() {
         stdin.flush().await.expect("flush");
         stdin
     });
-    let mut last = usize::MAX;
-    let mut still_since = Instant::now();
-    loop {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        let now = sent.load(Ordering::Acquire);
-        if now != last {
-            last = now;
-            still_since = Instant::now();
-        }
-        if now == n || still_since.elapsed() > Duration::from_secs(1) {
-            break;
-        }
-    }
+    wait_until_reading_stops(pid, &input, &sent, n).await;
     assert!(
         sent.load(Ordering::Acquire) < n,
         "the server read all {n} cancelled writes while none could finish"

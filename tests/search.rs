@@ -526,7 +526,27 @@ async fn huge_queries_are_read_within_their_bounds() {
 
 /// A client that records the progress notifications it receives.
 #[derive(Clone, Default)]
-struct ProgressRecorder(Arc<Mutex<Vec<Seen>>>);
+struct ProgressRecorder(Arc<Mutex<Vec<Seen>>>, Arc<tokio::sync::Notify>);
+
+impl ProgressRecorder {
+    /// Waits (at most 20 s) until a notification has come, and returns every one
+    /// received by then.
+    async fn wait_for_any(&self) -> Vec<Seen> {
+        let seen = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            loop {
+                // Registered before looking, so a notification meanwhile still wakes it.
+                let more = self.1.notified();
+                let seen = self.0.lock().unwrap().clone();
+                if !seen.is_empty() {
+                    return seen;
+                }
+                more.await;
+            }
+        })
+        .await;
+        seen.unwrap_or_default()
+    }
+}
 
 /// One progress notification: progress and total.
 type Seen = (f64, Option<f64>);
@@ -538,6 +558,7 @@ impl ClientHandler for ProgressRecorder {
         _: NotificationContext<RoleClient>,
     ) {
         self.0.lock().unwrap().push((params.progress, params.total));
+        self.1.notify_waiters();
     }
 }
 
@@ -565,7 +586,7 @@ async fn a_long_index_build_reports_progress() {
         index.to_str().unwrap(),
     ])
     .env("RUST_LOG", "memdir=warn");
-    let transport = rmcp::transport::TokioChildProcess::new(cmd).unwrap();
+    let (transport, _stderr) = common::spawn_mcp(cmd);
     let client = recorder.clone().serve(transport).await.unwrap();
     let mut meta = RequestMetaObject::default();
     meta.set_progress_token(ProgressToken(NumberOrString::String("search-1".into())));
@@ -574,9 +595,10 @@ async fn a_long_index_build_reports_progress() {
     params.meta = Some(meta);
     let result = client.call_tool(params).await.unwrap();
     assert_eq!(result.structured_content.unwrap()["total_hits"], 3000);
-    // Notifications are sent before the result; give the last ones a moment to arrive.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let seen = recorder.0.lock().unwrap().clone();
+    // Notifications are sent on tasks of their own, so the last may trail the result: a
+    // round trip after it lets those through first; then at least one must have come.
+    client.list_tools(None).await.expect("tools/list");
+    let seen = recorder.wait_for_any().await;
     assert!(
         !seen.is_empty(),
         "no progress notification during a 3,000-file index build"

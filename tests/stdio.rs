@@ -5,23 +5,30 @@
 //! Each kind must serve, end at EOF with status 0, and leave the descriptors' flags as
 //! it found them, since a shell or the host may share them.
 
+#[path = "common/child.rs"]
+mod child;
+mod common;
+
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{BIN, StderrLog};
 use rustix::fs::OFlags;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_memdir");
 
 /// How long the server may take to answer or to exit. Generous: debug builds on a
 /// shared 2-core machine.
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> Child {
-    spawn_with(store, stdin, stdout, Stdio::inherit(), "memdir=warn")
+/// `memdir --root STORE` on these stdin and stdout, its stderr captured (shown if the
+/// test fails).
+fn spawn(store: &std::path::Path, stdin: Stdio, stdout: Stdio) -> (Child, StderrLog) {
+    let mut child = spawn_with(store, stdin, stdout, Stdio::piped(), "memdir=warn");
+    let log = StderrLog::read_blocking(child.stderr.take().expect("piped stderr"), "memdir");
+    (child, log)
 }
 
 fn spawn_with(
@@ -45,13 +52,16 @@ fn spawn_with(
         .spawn()
         .expect("spawn memdir");
     // A server that stops answering is killed, so a blocked read in the test ends (and
-    // fails) instead of hanging the run.
-    let pid = child.id();
+    // fails) instead of hanging the run. This sleep is a deadline, not an ordering; the
+    // signal goes through a pidfd, so a pid reused after the exit is never hit.
+    let pidfd = rustix::process::pidfd_open(
+        rustix::process::Pid::from_raw(child.id() as i32).expect("a child pid"),
+        rustix::process::PidfdFlags::empty(),
+    )
+    .expect("pidfd_open");
     std::thread::spawn(move || {
         std::thread::sleep(TIMEOUT * 3);
-        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
+        let _ = rustix::process::pidfd_send_signal(&pidfd, rustix::process::Signal::KILL);
     });
     child
 }
@@ -122,21 +132,40 @@ fn converse_checking(
 
 /// Waits for the exit; kills the server and fails if it takes longer than `TIMEOUT`.
 fn wait(child: &mut Child) -> ExitStatus {
-    let t0 = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().expect("wait for memdir") {
-            return status;
+    child::wait_timeout(child, TIMEOUT).unwrap_or_else(|| {
+        let _ = child.kill();
+        panic!("memdir did not exit within {TIMEOUT:?} of EOF");
+    })
+}
+
+/// Whether a thread of process `pid` sleeps in a write to `pipe` (as `/proc` names it,
+/// `pipe:[INODE]`): `/proc/PID/task/*/syscall` gives the system call a thread is blocked
+/// in and its arguments, the first being the descriptor. Polled: a blocked write is no
+/// event another process can wait on.
+fn blocked_writing_to(pid: u32, pipe: &std::path::Path) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).any(|task| {
+        let Ok(call) = std::fs::read_to_string(task.path().join("syscall")) else {
+            return false;
+        };
+        let mut fields = call.split_whitespace();
+        let number = fields.next().and_then(|n| n.parse::<libc::c_long>().ok());
+        let fd = fields
+            .next()
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        let writes = [libc::SYS_write, libc::SYS_writev, libc::SYS_pwrite64];
+        match (number, fd) {
+            (Some(n), Some(fd)) if writes.contains(&n) => {
+                std::fs::read_link(format!("/proc/{pid}/fd/{fd}")).is_ok_and(|p| p == pipe)
+            }
+            _ => false,
         }
-        if t0.elapsed() > TIMEOUT {
-            let _ = child.kill();
-            panic!("memdir did not exit within {TIMEOUT:?} of EOF");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    })
 }
 
 fn set_send_buffer(socket: &UnixStream, bytes: libc::c_int) {
-    use std::os::fd::AsRawFd;
     // SAFETY: a valid socket descriptor and a pointer to a c_int of the size passed.
     let rc = unsafe {
         libc::setsockopt(
@@ -164,7 +193,7 @@ fn pipes_are_served_non_blocking_and_their_flags_restored_at_exit() {
     let in_shared = OwnedFd::from(in_read.try_clone().unwrap());
     let out_shared = OwnedFd::from(out_write.try_clone().unwrap());
     assert!(!flags(&in_shared).contains(OFlags::NONBLOCK));
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(in_read),
         Stdio::from(out_write),
@@ -191,7 +220,7 @@ fn a_full_session_over_pipes() {
     let tmp = tempfile::tempdir().unwrap();
     let (in_read, in_write) = std::io::pipe().unwrap();
     let (out_read, out_write) = std::io::pipe().unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(in_read),
         Stdio::from(out_write),
@@ -213,7 +242,7 @@ fn a_full_session_over_socket_pairs_as_node_hosts_give() {
     set_send_buffer(&out_theirs, 4096);
     let in_shared = OwnedFd::from(in_theirs.try_clone().unwrap());
     let out_shared = OwnedFd::from(out_theirs.try_clone().unwrap());
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(in_theirs)),
         Stdio::from(OwnedFd::from(out_theirs)),
@@ -241,7 +270,7 @@ fn one_socket_for_both_stdin_and_stdout() {
     let theirs_too = theirs.try_clone().unwrap();
     let shared = OwnedFd::from(theirs.try_clone().unwrap());
     ours.set_read_timeout(Some(TIMEOUT)).unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(OwnedFd::from(theirs)),
         Stdio::from(OwnedFd::from(theirs_too)),
@@ -278,6 +307,8 @@ fn stdout_shared_with_stderr_stays_blocking_and_every_reply_arrives() {
     let (in_read, in_write) = std::io::pipe().unwrap();
     let (out_read, out_write) = std::io::pipe().unwrap();
     let out_shared = OwnedFd::from(out_write.try_clone().unwrap());
+    let pipe = std::fs::read_link(format!("/proc/self/fd/{}", out_read.as_raw_fd()))
+        .expect("the output pipe's name");
     let err_write = out_write.try_clone().unwrap();
     let mut child = spawn_with(
         &tmp.path().join("store"),
@@ -327,7 +358,15 @@ fn stdout_shared_with_stderr_stays_blocking_and_every_reply_arrives() {
         to.write_all(batch.as_bytes()).unwrap();
         to
     });
-    std::thread::sleep(Duration::from_millis(300));
+    // Replies are read only once the server is stuck writing into the full pipe.
+    let t0 = Instant::now();
+    while !blocked_writing_to(child.id(), &pipe) {
+        assert!(
+            t0.elapsed() < TIMEOUT,
+            "the server never filled its output pipe"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
     let mut answered = std::collections::BTreeSet::new();
     while (answered.len() as u64) < N {
         let reply = next_message("every reply");
@@ -354,7 +393,7 @@ fn requests_from_a_file_and_replies_to_a_file_are_served_blocking() {
         text.push('\n');
     }
     std::fs::write(&requests, text).unwrap();
-    let mut child = spawn(
+    let (mut child, _log) = spawn(
         &tmp.path().join("store"),
         Stdio::from(std::fs::File::open(&requests).unwrap()),
         Stdio::from(std::fs::File::create(&replies).unwrap()),

@@ -6,6 +6,101 @@ mod common;
 use common::{Sandbox, Server, sha256_hex};
 use serde_json::{Value, json};
 
+/// What one tool call must answer.
+enum Expect {
+    /// Success, with these fields in the structured content (others may be there too).
+    Ok(Value),
+    /// A tool error (no structured content) whose text holds every part of `has` and
+    /// none of `lacks`.
+    Err {
+        has: Vec<String>,
+        lacks: Vec<String>,
+    },
+}
+
+/// Success, with these fields in the structured content (`{}`: any).
+fn ok(fields: Value) -> Expect {
+    Expect::Ok(fields)
+}
+
+/// A tool error whose text holds every one of `has`.
+fn err(has: &[&str]) -> Expect {
+    err_without(has, &[])
+}
+
+/// A tool error whose text holds every one of `has` and none of `lacks`.
+fn err_without(has: &[&str], lacks: &[&str]) -> Expect {
+    let owned = |parts: &[&str]| parts.iter().map(|p| (*p).to_owned()).collect();
+    Expect::Err {
+        has: owned(has),
+        lacks: owned(lacks),
+    }
+}
+
+/// Calls `tool` with each row's arguments, in order, and checks the answer against the
+/// row's expectation.
+async fn check(s: &Server, tool: &str, rows: Vec<(Value, Expect)>) {
+    for (args, expect) in rows {
+        let out = s.call(tool, args.clone()).await;
+        // Arguments can be megabytes long: a failure names them by their start.
+        let call = format!("{tool} {:.200}", args.to_string());
+        match expect {
+            Expect::Ok(fields) => {
+                assert!(!out.is_error, "{call} failed: {}", out.text);
+                for (field, want) in fields.as_object().expect("fields are an object") {
+                    assert_eq!(
+                        &out.structured[field], want,
+                        "{call}: {field} in {}",
+                        out.structured
+                    );
+                }
+            }
+            Expect::Err { has, lacks } => {
+                assert!(out.is_error, "{call} should fail, got: {}", out.text);
+                assert!(
+                    out.structured.is_null(),
+                    "{call}: errors carry no structured content"
+                );
+                assert!(!out.text.is_empty(), "{call}: an empty error");
+                for part in has {
+                    assert!(out.text.contains(&part), "{call}: {part:?} in {}", out.text);
+                }
+                for part in lacks {
+                    assert!(
+                        !out.text.contains(&part),
+                        "{call}: {part:?} must not be in {}",
+                        out.text
+                    );
+                }
+            }
+        }
+    }
+}
+
+async fn check_write(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_write", rows).await;
+}
+
+async fn check_edit(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_edit", rows).await;
+}
+
+async fn check_delete(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_delete", rows).await;
+}
+
+async fn check_list(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_list", rows).await;
+}
+
+async fn check_read(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_read", rows).await;
+}
+
+async fn check_search(s: &Server, rows: Vec<(Value, Expect)>) {
+    check(s, "memory_search", rows).await;
+}
+
 #[tokio::test]
 async fn lists_seven_tools_with_schemas_and_annotations() {
     let sb = Sandbox::new();
@@ -120,60 +215,54 @@ async fn write_preconditions() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     let p = "/memories/state.md";
-    s.ok(
-        "memory_write",
-        json!({"path": p, "content": "v1", "if_absent": true}),
+    let v1 = sha256_hex(b"v1");
+    let stale = sha256_hex(b"something else");
+    check_write(
+        &s,
+        vec![
+            (
+                json!({"path": p, "content": "v1", "if_absent": true}),
+                ok(json!({})),
+            ),
+            // Same content is a no-op.
+            (
+                json!({"path": p, "content": "v1", "if_absent": true}),
+                ok(json!({"unchanged": true})),
+            ),
+            (
+                json!({"path": p, "content": "v2", "if_absent": true}),
+                err(&["already exists", &v1]),
+            ),
+            // The error states the current sha256.
+            (
+                json!({"path": p, "content": "v2", "expected_sha256": stale}),
+                err(&[&v1]),
+            ),
+        ],
     )
     .await;
-    let again = s
-        .ok(
-            "memory_write",
-            json!({"path": p, "content": "v1", "if_absent": true}),
-        )
-        .await;
-    assert_eq!(again["unchanged"], true, "same content is a no-op");
-    let taken = s
-        .err(
-            "memory_write",
-            json!({"path": p, "content": "v2", "if_absent": true}),
-        )
-        .await;
-    assert!(
-        taken.contains("already exists") && taken.contains(&sha256_hex(b"v1")),
-        "{taken}"
-    );
-
-    let stale = sha256_hex(b"something else");
-    let conflict = s
-        .err(
-            "memory_write",
-            json!({"path": p, "content": "v2", "expected_sha256": stale}),
-        )
-        .await;
-    assert!(
-        conflict.contains(&sha256_hex(b"v1")),
-        "the error states the current sha256: {conflict}"
-    );
     assert_eq!(
         std::fs::read_to_string(sb.store().join("state.md")).unwrap(),
         "v1"
     );
-
-    let ok = s
-        .ok("memory_write", json!({"path": p, "content": "v2", "expected_sha256": sha256_hex(b"v1").to_uppercase()}))
-        .await;
-    assert_eq!(ok["created"], false);
-    let missing = s
-        .err("memory_write", json!({"path": "/memories/none.md", "content": "x", "expected_sha256": sha256_hex(b"x!")}))
-        .await;
-    assert!(missing.contains("does not exist"), "{missing}");
-    let bad = s
-        .err(
-            "memory_write",
-            json!({"path": p, "content": "v3", "expected_sha256": "abc"}),
-        )
-        .await;
-    assert!(bad.contains("64 hex"), "{bad}");
+    check_write(
+        &s,
+        vec![
+            (
+                json!({"path": p, "content": "v2", "expected_sha256": v1.to_uppercase()}),
+                ok(json!({"created": false})),
+            ),
+            (
+                json!({"path": "/memories/none.md", "content": "x", "expected_sha256": sha256_hex(b"x!")}),
+                err(&["does not exist"]),
+            ),
+            (
+                json!({"path": p, "content": "v3", "expected_sha256": "abc"}),
+                err(&["64 hex"]),
+            ),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -181,52 +270,40 @@ async fn write_preconditions() {
 async fn write_limits_and_refusals() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
-    let big = "x".repeat(102_401);
-    let e = s
-        .err("memory_write", json!({"path": "big.md", "content": big}))
-        .await;
-    assert!(e.contains("102401") && e.contains("102400"), "{e}");
-    let exact = "x".repeat(102_400);
-    s.ok(
-        "memory_write",
-        json!({"path": "exact.md", "content": exact}),
+    let secret = format!("deploy key: {}{}\n", "AKIA", "ABCDEFGHIJKLMNOP");
+    check_write(
+        &s,
+        vec![
+            (
+                json!({"path": "big.md", "content": "x".repeat(102_401)}),
+                err(&["102401", "102400"]),
+            ),
+            (
+                json!({"path": "exact.md", "content": "x".repeat(102_400)}),
+                ok(json!({})),
+            ),
+            // Never echoes the secret.
+            (
+                json!({"path": "creds.md", "content": secret}),
+                err_without(&["AWS access key id", "line 1"], &["ABCDEFGHIJKLMNOP"]),
+            ),
+        ],
     )
     .await;
-
-    let secret = format!("deploy key: {}{}\n", "AKIA", "ABCDEFGHIJKLMNOP");
-    let e = s
-        .err(
-            "memory_write",
-            json!({"path": "creds.md", "content": secret}),
-        )
-        .await;
-    assert!(
-        e.contains("AWS access key id") && e.contains("line 1"),
-        "{e}"
-    );
-    assert!(
-        !e.contains("ABCDEFGHIJKLMNOP"),
-        "never echoes the secret: {e}"
-    );
     assert!(!sb.store().join("creds.md").exists());
-
-    let e = s
-        .err("memory_write", json!({"path": "/memories", "content": "x"}))
-        .await;
-    assert!(e.contains("store folder itself"), "{e}");
-    s.ok("memory_write", json!({"path": "dir/a.md", "content": "a"}))
-        .await;
-    let e = s
-        .err("memory_write", json!({"path": "dir", "content": "x"}))
-        .await;
-    assert!(e.contains("folder"), "{e}");
-    let e = s
-        .err(
-            "memory_write",
-            json!({"path": "dir/a.md/b.md", "content": "x"}),
-        )
-        .await;
-    assert!(!e.is_empty());
+    check_write(
+        &s,
+        vec![
+            (
+                json!({"path": "/memories", "content": "x"}),
+                err(&["store folder itself"]),
+            ),
+            (json!({"path": "dir/a.md", "content": "a"}), ok(json!({}))),
+            (json!({"path": "dir", "content": "x"}), err(&["folder"])),
+            (json!({"path": "dir/a.md/b.md", "content": "x"}), err(&[])),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -255,112 +332,104 @@ async fn edits_replace_insert_append_rename() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     let p = "/memories/todo.md";
-    s.ok("memory_write", json!({"path": p, "content": "a\nb\na\n"}))
-        .await;
-
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "old_str": "a", "new_str": "x"}),
-        )
-        .await;
-    assert!(
-        e.contains("Multiple occurrences") && e.contains("1, 3"),
-        "{e}"
-    );
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "old_str": "zzz", "new_str": "x"}),
-        )
-        .await;
-    assert!(e.contains("did not appear verbatim"), "{e}");
-    let all = s
-        .ok(
-            "memory_edit",
-            json!({"path": p, "old_str": "a", "new_str": "x", "replace_all": true}),
-        )
-        .await;
-    assert_eq!(all["content_sha256"], sha256_hex(b"x\nb\nx\n"));
-
-    s.ok(
-        "memory_edit",
-        json!({"path": p, "insert_line": 0, "insert_text": "top"}),
+    check_write(
+        &s,
+        vec![(json!({"path": p, "content": "a\nb\na\n"}), ok(json!({})))],
     )
     .await;
-    s.ok(
-        "memory_edit",
-        json!({"path": p, "insert_line": 2, "insert_text": "mid"}),
+    check_edit(
+        &s,
+        vec![
+            (
+                json!({"path": p, "old_str": "a", "new_str": "x"}),
+                err(&["Multiple occurrences", "1, 3"]),
+            ),
+            (
+                json!({"path": p, "old_str": "zzz", "new_str": "x"}),
+                err(&["did not appear verbatim"]),
+            ),
+            (
+                json!({"path": p, "old_str": "a", "new_str": "x", "replace_all": true}),
+                ok(json!({"content_sha256": sha256_hex(b"x\nb\nx\n")})),
+            ),
+            (
+                json!({"path": p, "insert_line": 0, "insert_text": "top"}),
+                ok(json!({})),
+            ),
+            (
+                json!({"path": p, "insert_line": 2, "insert_text": "mid"}),
+                ok(json!({})),
+            ),
+            (
+                json!({"path": p, "insert_line": 99, "insert_text": "x"}),
+                err(&["[0, 5]"]),
+            ),
+            (json!({"path": p, "append_text": "end"}), ok(json!({}))),
+        ],
     )
     .await;
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "insert_line": 99, "insert_text": "x"}),
-        )
-        .await;
-    assert!(e.contains("[0, 5]"), "{e}");
-    s.ok("memory_edit", json!({"path": p, "append_text": "end"}))
-        .await;
     assert_eq!(
         std::fs::read_to_string(sb.store().join("todo.md")).unwrap(),
         "top\nx\nmid\nb\nx\nend"
     );
 
-    let e = s.err("memory_edit", json!({"path": p})).await;
-    assert!(e.contains("say what to change"), "{e}");
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "append_text": "x", "new_path": "y.md"}),
-        )
-        .await;
-    assert!(e.contains("exactly one"), "{e}");
     let stale = sha256_hex(b"stale");
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "append_text": "x", "expected_sha256": stale}),
-        )
-        .await;
-    assert!(e.contains("current content_sha256"), "{e}");
-
-    s.ok(
-        "memory_write",
-        json!({"path": "/memories/taken.md", "content": "t"}),
+    check_edit(
+        &s,
+        vec![
+            (json!({"path": p}), err(&["say what to change"])),
+            (
+                json!({"path": p, "append_text": "x", "new_path": "y.md"}),
+                err(&["exactly one"]),
+            ),
+            (
+                json!({"path": p, "append_text": "x", "expected_sha256": stale}),
+                err(&["current content_sha256"]),
+            ),
+        ],
     )
     .await;
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": p, "new_path": "/memories/taken.md"}),
-        )
-        .await;
-    assert!(e.contains("already exists"), "{e}");
-    let r = s
-        .ok(
-            "memory_edit",
-            json!({"path": p, "new_path": "/memories/archive/2026/todo.md"}),
-        )
-        .await;
-    assert_eq!(r["path"], "/memories/archive/2026/todo.md");
-    assert_eq!(r["renamed_from"], "/memories/todo.md");
+    check_write(
+        &s,
+        vec![(
+            json!({"path": "/memories/taken.md", "content": "t"}),
+            ok(json!({})),
+        )],
+    )
+    .await;
+    check_edit(
+        &s,
+        vec![
+            (
+                json!({"path": p, "new_path": "/memories/taken.md"}),
+                err(&["already exists"]),
+            ),
+            (
+                json!({"path": p, "new_path": "/memories/archive/2026/todo.md"}),
+                ok(json!({
+                    "path": "/memories/archive/2026/todo.md",
+                    "renamed_from": "/memories/todo.md"
+                })),
+            ),
+        ],
+    )
+    .await;
     assert!(!sb.store().join("todo.md").exists());
     assert!(sb.store().join("archive/2026/todo.md").exists());
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": "/memories/nope.md", "append_text": "x"}),
-        )
-        .await;
-    assert!(e.contains("does not exist"), "{e}");
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": "/memories/archive", "new_path": "/memories/archive/inner"}),
-        )
-        .await;
-    assert!(e.contains("into itself"), "{e}");
+    check_edit(
+        &s,
+        vec![
+            (
+                json!({"path": "/memories/nope.md", "append_text": "x"}),
+                err(&["does not exist"]),
+            ),
+            (
+                json!({"path": "/memories/archive", "new_path": "/memories/archive/inner"}),
+                err(&["into itself"]),
+            ),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -377,15 +446,17 @@ async fn deletes_files_and_folders() {
         s.ok("memory_write", json!({"path": p, "content": p})).await;
     }
     std::fs::write(sb.store().join("proj/.hidden"), "h").unwrap();
-    let e = s.err("memory_delete", json!({"path": "/memories"})).await;
-    assert!(e.contains("store folder itself"), "{e}");
-    let e = s
-        .err(
-            "memory_delete",
-            json!({"path": "/memories/proj", "expected_sha256": sha256_hex(b"x")}),
-        )
-        .await;
-    assert!(e.contains("files, not folders"), "{e}");
+    check_delete(
+        &s,
+        vec![
+            (json!({"path": "/memories"}), err(&["store folder itself"])),
+            (
+                json!({"path": "/memories/proj", "expected_sha256": sha256_hex(b"x")}),
+                err(&["files, not folders"]),
+            ),
+        ],
+    )
+    .await;
     let d = s
         .ok("memory_delete", json!({"path": "/memories/proj/"}))
         .await;
@@ -401,20 +472,20 @@ async fn deletes_files_and_folders() {
     );
     assert!(!sb.store().join("proj").exists());
     assert!(sb.store().join("keep.md").exists());
-    let e = s
-        .err("memory_delete", json!({"path": "/memories/proj"}))
-        .await;
-    assert!(e.contains("does not exist"), "{e}");
-    let e = s
-        .err(
-            "memory_delete",
-            json!({"path": "keep.md", "expected_sha256": sha256_hex(b"nope")}),
-        )
-        .await;
-    assert!(e.contains(&sha256_hex(b"keep.md")), "{e}");
-    s.ok(
-        "memory_delete",
-        json!({"path": "keep.md", "expected_sha256": sha256_hex(b"keep.md")}),
+    let keep = sha256_hex(b"keep.md");
+    check_delete(
+        &s,
+        vec![
+            (json!({"path": "/memories/proj"}), err(&["does not exist"])),
+            (
+                json!({"path": "keep.md", "expected_sha256": sha256_hex(b"nope")}),
+                err(&[&keep]),
+            ),
+            (
+                json!({"path": "keep.md", "expected_sha256": keep}),
+                ok(json!({})),
+            ),
+        ],
     )
     .await;
     s.stop().await;
@@ -486,19 +557,28 @@ async fn lists_with_prefix_depth_and_cursor() {
     assert_eq!(page2["entries"][0]["path"], "/memories/top.md");
     assert!(page2.get("next_cursor").is_none());
     // A cursor that no page gave is refused, not answered with an empty page.
-    for bad in ["garbage!!", "/elsewhere/a.md", "/memoriesX/a.md"] {
-        let e = s.err("memory_list", json!({"cursor": bad})).await;
-        assert!(e.contains("cursor"), "{bad}: {e}");
-    }
+    check_list(
+        &s,
+        ["garbage!!", "/elsewhere/a.md", "/memoriesX/a.md"]
+            .into_iter()
+            .map(|bad| (json!({"cursor": bad}), err(&["cursor"])))
+            .collect(),
+    )
+    .await;
 
     let stores = s.ok("memory_list", json!({"path": "/", "depth": 1})).await;
     assert_eq!(stores["entries"][0]["path"], "/memories/");
-    let e = s
-        .err("memory_list", json!({"path": "/memories/nothing"}))
-        .await;
-    assert!(e.contains("does not exist"), "{e}");
-    let e = s.err("memory_list", json!({"depth": 0})).await;
-    assert!(e.contains("depth"), "{e}");
+    check_list(
+        &s,
+        vec![
+            (
+                json!({"path": "/memories/nothing"}),
+                err(&["does not exist"]),
+            ),
+            (json!({"depth": 0}), err(&["depth"])),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -532,13 +612,14 @@ async fn reads_paginate_within_the_budget() {
         )
         .await;
     assert_eq!(rest["start_line"], end + 1);
-    let e = s
-        .err(
-            "memory_read",
+    check_read(
+        &s,
+        vec![(
             json!({"path": "long.md", "view_range": [501, -1]}),
-        )
-        .await;
-    assert!(e.contains("500 lines"), "{e}");
+            err(&["500 lines"]),
+        )],
+    )
+    .await;
 
     // One line longer than the budget: its head is shown, and the text says so.
     let line = "0123456789".repeat(2_000);
@@ -635,19 +716,24 @@ async fn searches_rank_filter_and_relax() {
     let ru = s.ok("memory_search", json!({"query": "ПАМЯТЬ"})).await;
     assert_eq!(ru["hits"][0]["path"], "/memories/other/ru.md");
 
-    let relaxed = s
-        .ok("memory_search", json!({"query": "tokio database"}))
-        .await;
-    assert_eq!(relaxed["relaxed"], true);
-    assert_eq!(relaxed["total_hits"], 3);
-
-    let filtered = s
-        .ok(
-            "memory_search",
-            json!({"query": "tokio", "path": "/memories/other/"}),
-        )
-        .await;
-    assert_eq!(filtered["total_hits"], 0);
+    check_search(
+        &s,
+        vec![
+            (
+                json!({"query": "tokio database"}),
+                ok(json!({"relaxed": true, "total_hits": 3})),
+            ),
+            (
+                json!({"query": "tokio", "path": "/memories/other/"}),
+                ok(json!({"total_hits": 0})),
+            ),
+            (
+                json!({"query": "database", "tag": "nope"}),
+                ok(json!({"total_hits": 0})),
+            ),
+        ],
+    )
+    .await;
     let typed = s
         .ok(
             "memory_search",
@@ -655,10 +741,6 @@ async fn searches_rank_filter_and_relax() {
         )
         .await;
     assert_eq!(typed["hits"][0]["description"], "Frontmatter note");
-    let tagged = s
-        .ok("memory_search", json!({"query": "database", "tag": "nope"}))
-        .await;
-    assert_eq!(tagged["total_hits"], 0);
 
     let page = s
         .ok("memory_search", json!({"query": "tokio", "limit": 1}))
@@ -717,20 +799,21 @@ async fn read_only_stores_refuse_mutations() {
         s.ok("memory_read", json!({"path": "/team/fixed.md"})).await["content"],
         "fixed"
     );
-    for (tool, args) in [
-        (
-            "memory_write",
-            json!({"path": "/team/x.md", "content": "x"}),
-        ),
-        (
-            "memory_edit",
+    let read_only = || err(&["read-only"]);
+    check_write(
+        &s,
+        vec![(json!({"path": "/team/x.md", "content": "x"}), read_only())],
+    )
+    .await;
+    check_edit(
+        &s,
+        vec![(
             json!({"path": "/team/fixed.md", "append_text": "x"}),
-        ),
-        ("memory_delete", json!({"path": "/team/fixed.md"})),
-    ] {
-        let e = s.err(tool, args).await;
-        assert!(e.contains("read-only"), "{e}");
-    }
+            read_only(),
+        )],
+    )
+    .await;
+    check_delete(&s, vec![(json!({"path": "/team/fixed.md"}), read_only())]).await;
     s.ok(
         "memory_write",
         json!({"path": "note.md", "content": "relative paths go to the first store"}),
@@ -753,12 +836,12 @@ async fn read_only_stores_refuse_mutations() {
 async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
-    let e = s.err("memory_list", json!({"limit": 0})).await;
-    assert!(e.contains("limit"), "{e}");
-    let e = s
-        .err("memory_search", json!({"query": "x", "cursor": "garbage"}))
-        .await;
-    assert!(e.contains("cursor"), "{e}");
+    check_list(&s, vec![(json!({"limit": 0}), err(&["limit"]))]).await;
+    check_search(
+        &s,
+        vec![(json!({"query": "x", "cursor": "garbage"}), err(&["cursor"]))],
+    )
+    .await;
     // Wrong types are rejected before the tool runs; the server keeps serving.
     let wrong = s
         .client
@@ -917,28 +1000,35 @@ async fn folder_paths_are_refused_as_files_and_hidden_names_are_flagged() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     // A trailing `/` names a folder: never a file named like the folder.
-    let e = s
-        .err(
-            "memory_write",
+    check_write(
+        &s,
+        vec![(
             json!({"path": "/memories/sub/", "content": "x"}),
-        )
-        .await;
-    assert!(e.contains("names a folder"), "{e}");
+            err(&["names a folder"]),
+        )],
+    )
+    .await;
     assert!(!sb.store().join("sub").exists());
-    s.ok("memory_write", json!({"path": "sub/a.md", "content": "x"}))
-        .await;
-    let e = s
-        .err(
-            "memory_edit",
-            json!({"path": "sub/a.md/", "append_text": "y"}),
-        )
-        .await;
-    assert!(e.contains("names a folder"), "{e}");
-    // A folder still moves with its trailing `/`.
-    let moved = s
-        .ok("memory_edit", json!({"path": "sub/", "new_path": "moved"}))
-        .await;
-    assert_eq!(moved["path"], "/memories/moved");
+    check_write(
+        &s,
+        vec![(json!({"path": "sub/a.md", "content": "x"}), ok(json!({})))],
+    )
+    .await;
+    check_edit(
+        &s,
+        vec![
+            (
+                json!({"path": "sub/a.md/", "append_text": "y"}),
+                err(&["names a folder"]),
+            ),
+            // A folder still moves with its trailing `/`.
+            (
+                json!({"path": "sub/", "new_path": "moved"}),
+                ok(json!({"path": "/memories/moved"})),
+            ),
+        ],
+    )
+    .await;
 
     // A hidden name is kept and readable, and the result says list and search skip it.
     let r = s
@@ -1181,16 +1271,25 @@ async fn a_trailing_slash_names_a_folder_in_deletes_and_moves_too() {
         json!({"path": "dir/b.md", "content": "b\n"}),
     )
     .await;
-    let e = s.err("memory_delete", json!({"path": "a.md/"})).await;
-    assert!(e.contains("is a file, not a folder"), "{e}");
-    let e = s
-        .err("memory_edit", json!({"path": "a.md", "new_path": "q/"}))
-        .await;
-    assert!(e.contains("names a folder"), "{e}");
-    let e = s
-        .err("memory_edit", json!({"path": "a.md/", "new_path": "q.md"}))
-        .await;
-    assert!(e.contains("is a file, not a folder"), "{e}");
+    check_delete(
+        &s,
+        vec![(json!({"path": "a.md/"}), err(&["is a file, not a folder"]))],
+    )
+    .await;
+    check_edit(
+        &s,
+        vec![
+            (
+                json!({"path": "a.md", "new_path": "q/"}),
+                err(&["names a folder"]),
+            ),
+            (
+                json!({"path": "a.md/", "new_path": "q.md"}),
+                err(&["is a file, not a folder"]),
+            ),
+        ],
+    )
+    .await;
     assert!(sb.store().join("a.md").is_file());
     assert!(!sb.store().join("q").exists() && !sb.store().join("q.md").exists());
     // Folders take it, either way.
@@ -1210,14 +1309,21 @@ async fn reading_a_file_with_a_trailing_slash_is_refused_as_delete_and_move_refu
     let s = sb.serve().await;
     s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
         .await;
-    for path in ["/memories/a.md/", "a.md/"] {
-        let e = s.err("memory_read", json!({"path": path})).await;
-        assert!(e.contains("is a file, not a folder"), "{path}: {e}");
-    }
-    assert_eq!(
-        s.ok("memory_read", json!({"path": "/memories/a.md"})).await["content"],
-        "a\n"
-    );
+    check_read(
+        &s,
+        vec![
+            (
+                json!({"path": "/memories/a.md/"}),
+                err(&["is a file, not a folder"]),
+            ),
+            (json!({"path": "a.md/"}), err(&["is a file, not a folder"])),
+            (
+                json!({"path": "/memories/a.md"}),
+                ok(json!({"content": "a\n"})),
+            ),
+        ],
+    )
+    .await;
     s.stop().await;
 }
 
@@ -1523,12 +1629,14 @@ async fn memory_list_reviews_what_is_old_oldest_first() {
     assert_eq!(seen, ["/memories/a.md", "/memories/c.md", "/memories/d.md"]);
     let all = s.ok("memory_list", json!({"sort": "oldest"})).await;
     assert_eq!(paths(&all).last().unwrap(), "/memories/b.md");
-    for bad in [
-        json!({"older_than_days": -1}),
-        json!({"sort": "newest"}),
-        json!({"sort": "oldest", "cursor": "nonsense"}),
-    ] {
-        s.err("memory_list", bad).await;
-    }
+    check_list(
+        &s,
+        vec![
+            (json!({"older_than_days": -1}), err(&[])),
+            (json!({"sort": "newest"}), err(&[])),
+            (json!({"sort": "oldest", "cursor": "nonsense"}), err(&[])),
+        ],
+    )
+    .await;
     s.stop().await;
 }

@@ -3,16 +3,20 @@
 
 #![allow(dead_code)]
 
+use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
 use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::process::Command;
+use tokio::sync::Notify;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_memdir");
 
@@ -28,7 +32,7 @@ pub struct Outcome {
 pub struct Server {
     pub client: RunningService<RoleClient, ()>,
     pub pid: u32,
-    stderr: Option<tokio::process::ChildStderr>,
+    stderr: Option<StderrLog>,
 }
 
 /// A temp folder holding `store/` (the served store) and `outside/` (with a canary).
@@ -105,16 +109,13 @@ impl Server {
             }
             adjust(c);
         });
-        let (transport, stderr) = TokioChildProcess::builder(cmd)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn memdir");
+        let (transport, stderr) = spawn_mcp(cmd);
         let pid = transport.id().expect("child pid");
         let client = ().serve(transport).await.expect("MCP handshake");
         Server {
             client,
             pid,
-            stderr,
+            stderr: Some(stderr),
         }
     }
 
@@ -167,21 +168,14 @@ impl Server {
         out.text
     }
 
-    /// Waits until the server prints `needle` on stderr (e.g. a test pause point).
+    /// Waits until the server prints `needle` on stderr (e.g. a test pause point), after
+    /// the line an earlier wait found.
     pub async fn wait_for_stderr(&mut self, needle: &str) {
-        let stderr = self.stderr.take().expect("stderr is piped once");
-        let mut lines = BufReader::new(stderr).lines();
-        let found = tokio::time::timeout(std::time::Duration::from_secs(20), async {
-            while let Ok(Some(line)) = lines.next_line().await {
-                if line.contains(needle) {
-                    return true;
-                }
-            }
-            false
-        })
-        .await
-        .unwrap_or(false);
-        assert!(found, "server never printed {needle:?}");
+        self.stderr
+            .as_mut()
+            .expect("a server started by this harness")
+            .wait_for(needle)
+            .await;
     }
 
     /// Calls `tool` in the background on a server started with `MEMDIR_TEST_PAUSE=stage`,
@@ -250,4 +244,154 @@ pub fn peak_rss_mib(pid: u32) -> u64 {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM");
     kib / 1024
+}
+
+/// How long [`StderrLog::wait_for`] waits for a line.
+const LOG_WAIT: Duration = Duration::from_secs(20);
+
+/// A child process's stderr, read line by line into memory, so that the server's log
+/// neither reaches the test output nor fills a pipe the server would block on. When it is
+/// dropped it prints what it holds to the test's captured output, which the test runner
+/// shows only for a test that fails.
+pub struct StderrLog {
+    label: String,
+    shared: Arc<LogLines>,
+    /// Lines already matched by [`StderrLog::wait_for`].
+    seen: usize,
+}
+
+#[derive(Default)]
+struct LogLines {
+    lines: Mutex<Vec<String>>,
+    /// Set once the child has closed its stderr.
+    closed: Mutex<bool>,
+    grew: Notify,
+}
+
+impl LogLines {
+    fn push(&self, line: &[u8]) {
+        let line = String::from_utf8_lossy(line);
+        let line = line.strip_suffix('\n').unwrap_or(&line);
+        self.lines.lock().unwrap().push(line.to_owned());
+        self.grew.notify_waiters();
+    }
+
+    fn close(&self) {
+        *self.closed.lock().unwrap() = true;
+        self.grew.notify_waiters();
+    }
+}
+
+impl StderrLog {
+    /// Reads `stderr` on a task of the current tokio runtime.
+    pub fn read_async(stderr: impl AsyncRead + Unpin + Send + 'static, label: &str) -> StderrLog {
+        let shared = Arc::new(LogLines::default());
+        let sink = Arc::clone(&shared);
+        tokio::spawn(async move {
+            let mut stderr = BufReader::new(stderr);
+            let mut line = Vec::new();
+            while let Ok(n) = stderr.read_until(b'\n', &mut line).await {
+                if n == 0 {
+                    break;
+                }
+                sink.push(&line);
+                line.clear();
+            }
+            sink.close();
+        });
+        StderrLog {
+            label: label.to_owned(),
+            shared,
+            seen: 0,
+        }
+    }
+
+    /// Reads `stderr` on a thread of its own (for children started without tokio).
+    pub fn read_blocking(stderr: impl std::io::Read + Send + 'static, label: &str) -> StderrLog {
+        let shared = Arc::new(LogLines::default());
+        let sink = Arc::clone(&shared);
+        std::thread::spawn(move || {
+            let mut stderr = std::io::BufReader::new(stderr);
+            let mut line = Vec::new();
+            while let Ok(n) = stderr.read_until(b'\n', &mut line) {
+                if n == 0 {
+                    break;
+                }
+                sink.push(&line);
+                line.clear();
+            }
+            sink.close();
+        });
+        StderrLog {
+            label: label.to_owned(),
+            shared,
+            seen: 0,
+        }
+    }
+
+    /// Everything read so far, one line each.
+    pub fn text(&self) -> String {
+        self.shared.lines.lock().unwrap().join("\n")
+    }
+
+    /// Waits (at most 20 s) for a line containing `needle` after the lines earlier waits
+    /// matched, and returns it; panics if the child closes its stderr first.
+    pub async fn wait_for(&mut self, needle: &str) -> String {
+        let shared = Arc::clone(&self.shared);
+        let from = self.seen;
+        let found = tokio::time::timeout(LOG_WAIT, async {
+            loop {
+                // Registered before looking, so a line pushed meanwhile still wakes it.
+                let grew = shared.grew.notified();
+                {
+                    let lines = shared.lines.lock().unwrap();
+                    if let Some(i) = lines[from..].iter().position(|l| l.contains(needle)) {
+                        return Some((from + i, lines[from + i].clone()));
+                    }
+                }
+                if *shared.closed.lock().unwrap() {
+                    return None;
+                }
+                grew.await;
+            }
+        })
+        .await;
+        match found {
+            Ok(Some((i, line))) => {
+                self.seen = i + 1;
+                line
+            }
+            Ok(None) => panic!(
+                "{} closed its stderr without printing {needle:?}:\n{}",
+                self.label,
+                self.text()
+            ),
+            Err(_) => panic!(
+                "{} did not print {needle:?} within {LOG_WAIT:?}:\n{}",
+                self.label,
+                self.text()
+            ),
+        }
+    }
+}
+
+impl Drop for StderrLog {
+    fn drop(&mut self) {
+        let text = self.text();
+        if !text.is_empty() {
+            // Captured by the test runner: shown only if this test fails.
+            eprintln!("---- stderr of {} ----\n{text}", self.label);
+        }
+    }
+}
+
+/// Spawns an MCP server command for an rmcp client, its stderr captured in a
+/// [`StderrLog`].
+pub fn spawn_mcp(cmd: Command) -> (TokioChildProcess, StderrLog) {
+    let (transport, stderr) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn memdir");
+    let log = StderrLog::read_async(stderr.expect("stderr is piped"), "memdir");
+    (transport, log)
 }

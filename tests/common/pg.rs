@@ -13,6 +13,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+#[path = "child.rs"]
+pub mod child;
+
 /// How long the server may take to accept connections or to stop.
 const READY_WITHIN: Duration = Duration::from_secs(30);
 
@@ -197,23 +200,13 @@ impl PgServer {
             .take()
             .expect("PostgreSQL harness: stop() of a server that is not running");
         signal(&child, rustix::process::Signal::INT);
-        let deadline = Instant::now() + READY_WITHIN;
-        loop {
-            match child.try_wait() {
-                Ok(Some(_)) => return,
-                Ok(None) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(20))
-                }
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "PostgreSQL harness: the server did not stop within {READY_WITHIN:?}:\n{}",
-                        self.log()
-                    );
-                }
-                Err(e) => panic!("PostgreSQL harness: wait for postgres: {e}"),
-            }
+        if child::wait_timeout(&mut child, READY_WITHIN).is_none() {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "PostgreSQL harness: the server did not stop within {READY_WITHIN:?}:\n{}",
+                self.log()
+            );
         }
     }
 
@@ -389,7 +382,8 @@ impl PgServer {
                     self.log()
                 );
             }
-            // Polling for readiness, not ordering events.
+            // Polling for readiness, not ordering events: PostgreSQL announces it only in
+            // its log file, which would be polled just the same.
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -430,10 +424,7 @@ impl Drop for PgServer {
     fn drop(&mut self) {
         if let Some(mut child) = self.child.take() {
             signal(&child, rustix::process::Signal::INT);
-            let deadline = Instant::now() + READY_WITHIN;
-            while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            let _ = child::wait_timeout(&mut child, READY_WITHIN);
             let _ = child.kill();
             let _ = child.wait();
         }
