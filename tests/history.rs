@@ -158,14 +158,20 @@ async fn files_changed_outside_are_recorded_as_external() {
         ("modified", "external"),
         "the editor's change, noticed: {seen:?}"
     );
+    assert_eq!(v[0]["content_sha256"], sha256_hex(b"edited in an editor\n"));
+    // The editor's write truncates, then writes: a watcher may also see (and record) the
+    // empty file in between, so the versions are found by what they are, not counted.
+    assert!(
+        seen.iter().any(|(_, actor)| *actor != "external"),
+        "the agent's edit: {seen:?}"
+    );
     assert_eq!(
-        seen[2],
-        ("created", "external"),
+        seen.last(),
+        Some(&("created", "external")),
         "the state before the first edit: {seen:?}"
     );
-    assert_eq!(v[0]["content_sha256"], sha256_hex(b"edited in an editor\n"));
     // The original, never written through memdir, can be restored.
-    let first = v[2]["version"].as_u64().unwrap();
+    let first = v.last().unwrap()["version"].as_u64().unwrap();
     s.ok(
         "memory_write",
         json!({"path": "pre.md", "restore_version": first}),
