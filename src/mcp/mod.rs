@@ -3,18 +3,17 @@
 //! stdout carries JSON-RPC only.
 
 mod anthropic;
-mod framing;
 mod logging;
 mod output;
 mod params;
 mod resources;
 mod schema;
-mod stdio;
 mod subscribe;
 mod tools;
 mod transport;
 
 pub use transport::http::{HttpOptions, serve_http};
+pub use transport::{serve, serve_stdio};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,16 +25,15 @@ use rmcp::model::{
     CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ProtocolVersion, ReadResourceRequestParams,
-    ReadResourceResponse, Role, ServerCapabilities, ServerConfig, SubscribeRequestParams,
-    SubscriptionFilter, UnsubscribeRequestParams,
+    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{
-    NotificationContext, RequestContext, Service, ServiceRole, SubscriptionContext,
-};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use serde::Serialize;
 
+use self::transport::flow::FlowHandle;
 use crate::error::Error;
 use crate::memory::{Level, Memdir};
 
@@ -99,19 +97,14 @@ pub struct MemdirServer {
     /// Who wants resource notifications.
     subscriptions: Arc<subscribe::Subscriptions>,
     /// The connection's flow control: notifications wait while the client is not reading.
-    flow: framing::FlowHandle,
+    flow: FlowHandle,
     transport: Transport,
     /// The level the client set, and which notices it has had.
     logging: Arc<logging::Logging>,
 }
 
 impl MemdirServer {
-    fn new(
-        memdir: Arc<Memdir>,
-        tools: ToolSet,
-        flow: framing::FlowHandle,
-        transport: Transport,
-    ) -> Self {
+    fn new(memdir: Arc<Memdir>, tools: ToolSet, flow: FlowHandle, transport: Transport) -> Self {
         MemdirServer {
             tool_router: Self::router(&memdir, tools),
             memdir,
@@ -651,76 +644,4 @@ fn answer<T, O: Serialize>(
             e.to_string(),
         )])),
     }
-}
-
-/// The server as rmcp runs it: each request's handler reports when it finishes, so a
-/// request counts as work in flight until then, also when its answer is dropped (rmcp
-/// does not answer a cancelled request, but its handler runs on).
-struct Counted {
-    server: MemdirServer,
-    flow: framing::FlowHandle,
-}
-
-impl Service<RoleServer> for Counted {
-    fn handle_request(
-        &self,
-        request: <RoleServer as ServiceRole>::PeerReq,
-        context: RequestContext<RoleServer>,
-    ) -> impl Future<Output = Result<<RoleServer as ServiceRole>::Resp, ErrorData>> + Send + '_
-    {
-        let id = context.id.clone();
-        async move {
-            let result = Service::handle_request(&self.server, request, context).await;
-            self.flow.finished(&id);
-            result
-        }
-    }
-
-    fn handle_notification(
-        &self,
-        notification: <RoleServer as ServiceRole>::PeerNot,
-        context: NotificationContext<RoleServer>,
-    ) -> impl Future<Output = Result<(), ErrorData>> + Send + '_ {
-        Service::handle_notification(&self.server, notification, context)
-    }
-
-    fn get_info(&self) -> <RoleServer as ServiceRole>::Info {
-        Service::get_info(&self.server)
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        Service::supported_protocol_versions(&self.server)
-    }
-}
-
-/// Serves MCP over stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> anyhow::Result<()> {
-    let (reader, writer, _restore) = stdio::transport();
-    serve(memdir, tools, (reader, writer)).await
-}
-
-/// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the
-/// fuzz target) until the peer closes its side.
-pub async fn serve<R, W>(memdir: Memdir, tools: ToolSet, transport: (R, W)) -> anyhow::Result<()>
-where
-    R: tokio::io::AsyncRead + Send + Unpin + 'static,
-    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
-{
-    let mut transport = framing::LineTransport::new(transport.0, transport.1);
-    let flow = transport.flow();
-    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Stdio);
-    server.start_upkeep();
-    let written = transport.written();
-    let served = match (Counted { server, flow }).serve(transport).await {
-        Ok(service) => service
-            .waiting()
-            .await
-            .map(drop)
-            .map_err(anyhow::Error::from),
-        Err(e) => Err(e.into()),
-    };
-    // What was queued before the end goes out, also when the handshake failed (then the
-    // transport is dropped unclosed); a client that stopped reading gets a grace period.
-    let _ = tokio::time::timeout(framing::WRITE_GRACE, written).await;
-    served
 }

@@ -41,7 +41,10 @@ use tokio::net::TcpListener;
 
 use self::gate::Gate;
 use self::tokens::TokenFile;
-use super::super::{MemdirServer, ToolSet, Transport, framing};
+use super::decode::decode;
+use super::flow::FlowHandle;
+use super::scan::trim;
+use crate::mcp::{MemdirServer, ToolSet, Transport};
 use crate::memory::Memdir;
 
 /// Reading a request's headers, and waiting for the next request on an idle keep-alive
@@ -115,7 +118,7 @@ pub async fn serve_http(
         .with_context(|| format!("cannot listen on {}", options.addr))?;
     let local = listener.local_addr()?;
 
-    let flow = framing::FlowHandle::detached();
+    let flow = FlowHandle::detached();
     let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http);
     server.start_upkeep();
     let config = StreamableHttpServerConfig::default()
@@ -332,7 +335,7 @@ impl App {
                 Ok(bytes) => bytes,
                 Err(response) => return response,
             };
-            match framing::decode(framing::trim(&bytes)) {
+            match decode(trim(&bytes)) {
                 Ok(Some(message)) => {
                     note(&message, access);
                     if is_listen(&message) {
