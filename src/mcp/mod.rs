@@ -13,7 +13,7 @@ mod tools;
 mod transport;
 
 pub use transport::http::{HttpOptions, serve_http};
-pub use transport::{serve, serve_stdio};
+pub use transport::{ServeError, serve, serve_stdio};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

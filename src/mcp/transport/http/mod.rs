@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
@@ -41,6 +40,7 @@ use tokio::net::TcpListener;
 
 use self::gate::Gate;
 use self::tokens::TokenFile;
+use super::ServeError;
 use super::decode::decode;
 use super::flow::FlowHandle;
 use super::scan::trim;
@@ -99,23 +99,20 @@ pub async fn serve_http(
     memdir: Memdir,
     tools: ToolSet,
     options: HttpOptions,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let tokens = match &options.tokens {
-        Some(path) => Some(TokenFile::load(path).map_err(anyhow::Error::msg)?),
+        Some(path) => Some(TokenFile::load(path).map_err(ServeError::Tokens)?),
         None => None,
     };
     if tokens.is_none() && !options.addr.ip().is_loopback() {
-        anyhow::bail!(
-            "refusing to serve {} without authentication: other machines can reach that address. \
-             Add `--tokens FILE` (one `NAME TOKEN` per line, `chmod 600`), or bind a loopback \
-             address such as 127.0.0.1:{}",
-            options.addr,
-            options.addr.port()
-        );
+        return Err(ServeError::Unauthenticated { addr: options.addr });
     }
     let listener = TcpListener::bind(options.addr)
         .await
-        .with_context(|| format!("cannot listen on {}", options.addr))?;
+        .map_err(|source| ServeError::Listen {
+            addr: options.addr,
+            source,
+        })?;
     let local = listener.local_addr()?;
 
     let flow = FlowHandle::detached();

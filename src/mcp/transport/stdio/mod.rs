@@ -10,20 +10,25 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{NotificationContext, RequestContext, Service, ServiceRole};
 use rmcp::{ErrorData, RoleServer, ServiceExt};
 
+use super::ServeError;
 use super::flow::FlowHandle;
 use super::framing::{LineTransport, WRITE_GRACE};
 use crate::mcp::{MemdirServer, ToolSet, Transport};
 use crate::memory::Memdir;
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
-pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> anyhow::Result<()> {
+pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> Result<(), ServeError> {
     let (reader, writer, _restore) = handles::transport();
     serve(memdir, tools, (reader, writer)).await
 }
 
 /// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the
 /// fuzz target) until the peer closes its side.
-pub async fn serve<R, W>(memdir: Memdir, tools: ToolSet, transport: (R, W)) -> anyhow::Result<()>
+pub async fn serve<R, W>(
+    memdir: Memdir,
+    tools: ToolSet,
+    transport: (R, W),
+) -> Result<(), ServeError>
 where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
@@ -34,12 +39,8 @@ where
     server.start_upkeep();
     let written = transport.written();
     let served = match (Counted { server, flow }).serve(transport).await {
-        Ok(service) => service
-            .waiting()
-            .await
-            .map(drop)
-            .map_err(anyhow::Error::from),
-        Err(e) => Err(e.into()),
+        Ok(service) => service.waiting().await.map(drop).map_err(ServeError::from),
+        Err(e) => Err(ServeError::Handshake(Box::new(e))),
     };
     // What was queued before the end goes out, also when the handshake failed (then the
     // transport is dropped unclosed); a client that stopped reading gets a grace period.
