@@ -2,12 +2,8 @@
 //! the conversion of library results and errors into tool results. Serves over stdio;
 //! stdout carries JSON-RPC only.
 
-mod anthropic;
 mod logging;
-mod output;
-mod params;
 mod resources;
-mod schema;
 mod subscribe;
 mod tools;
 mod transport;
@@ -22,16 +18,15 @@ use rmcp::handler::server::router::tool::ToolRouter;
 #[allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); the protocol has it.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
-    CallToolResult, ContentBlock, CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams,
-    GetPromptResponse, GetPromptResult, Implementation, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams,
-    Prompt, PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
+    CustomRequest, CustomResult, ErrorCode, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, PaginatedRequestParams, Prompt,
+    PromptArgument, PromptMessage, ReadResourceRequestParams, ReadResourceResponse, Role,
     ServerCapabilities, ServerConfig, SubscribeRequestParams, SubscriptionFilter,
     UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
-use serde::Serialize;
 
 use self::transport::flow::FlowHandle;
 use crate::error::Error;
@@ -121,12 +116,12 @@ impl MemdirServer {
     fn router(memdir: &Memdir, tools: ToolSet) -> ToolRouter<Self> {
         let mut tool_router = ToolRouter::new();
         if tools.memory_tools() {
-            tool_router += Self::tool_router();
+            tool_router += tools::memory_tools();
         }
         if tools.anthropic() {
             // Offered also when every store is read-only: `view` still works, and the
             // other commands say the store is read-only.
-            tool_router += Self::anthropic_router();
+            tool_router += tools::anthropic_tool();
         }
         if memdir.all_read_only() {
             for name in MUTATING_TOOLS {
@@ -622,26 +617,3 @@ const STANDARD_METHODS: &[&str] = &[
     "completion/complete",
     "logging/setLevel",
 ];
-
-/// Turns a library result into a tool result: `structuredContent` and text on success;
-/// on failure an `isError` result whose text is the error's actionable message. This is
-/// the one place errors become tool results.
-fn answer<T, O: Serialize>(
-    result: Result<T, Error>,
-    render: impl FnOnce(T) -> (O, String),
-) -> Result<CallToolResult, ErrorData> {
-    match result {
-        Ok(value) => {
-            let (out, text) = render(value);
-            let structured = serde_json::to_value(out).map_err(|e| {
-                ErrorData::internal_error(format!("cannot encode the result: {e}"), None)
-            })?;
-            let mut result = CallToolResult::structured(structured);
-            result.content = vec![ContentBlock::text(text)];
-            Ok(result)
-        }
-        Err(e) => Ok(CallToolResult::error(vec![ContentBlock::text(
-            e.to_string(),
-        )])),
-    }
-}

@@ -14,11 +14,11 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use super::MemdirServer;
-use super::params::Args;
+use super::actor;
+use super::args::Args;
 use super::schema::input;
-use super::tools::actor;
 use crate::error::{EditFault, Error};
+use crate::mcp::MemdirServer;
 use crate::memory::{EditOp, EditRequest, Memdir, WriteRequest};
 use crate::text;
 
