@@ -19,6 +19,7 @@ use crate::memory::{
     HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
 use crate::path::Target;
+use crate::render;
 use open::Access;
 use stores::Env;
 
@@ -99,7 +100,8 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
         Command::Read {
             path, lines, json, ..
         } => {
-            let r = memdir.read(path, lines.map(|l| (l.start, l.end)))?;
+            let range = lines.map(|l| (l.start, l.end));
+            let r = memdir.read(path, range, &render::read_notes_len)?;
             if *json {
                 println!(
                     "{}",
@@ -112,10 +114,10 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
                     })
                 );
             } else if r.size_bytes == 0 {
-                print!("{}", r.rendered);
+                print!("{}", render::read(&r, range));
                 println!("{} is empty", r.path);
             } else {
-                println!("{}", r.rendered);
+                println!("{}", render::read(&r, range));
             }
         }
         Command::Search {

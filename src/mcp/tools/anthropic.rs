@@ -19,7 +19,8 @@ use super::args::Args;
 use super::schema::input;
 use crate::error::{EditFault, Error};
 use crate::mcp::MemdirServer;
-use crate::memory::{EditOp, EditRequest, Memdir, WriteRequest};
+use crate::memory::{EditOp, EditRequest, Freshness, Memdir, WriteRequest};
+use crate::render;
 use crate::text;
 
 /// The root every agent path of this profile starts with: the first store.
@@ -280,8 +281,11 @@ fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<String, String
         Some(_) => return Err("Invalid `view_range`. It should be a list of two integers.".into()),
     };
     let header = format!("Here's the content of {shown} with line numbers:\n");
+    // Room is kept for memory_read's notes as well, though this view does not show them:
+    // both tools cut a long memory at the same line.
+    let room = |freshness: Freshness<'_>| header.len() + render::read_notes_len(freshness);
     let read = m
-        .read_within(&at.canonical, range, header.len())
+        .read(&at.canonical, range, &room)
         .map_err(|e| at.error(e, &missing(shown)))?;
     if read.total_lines > MAX_LINES {
         return Err(format!(

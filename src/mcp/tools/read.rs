@@ -1,4 +1,5 @@
-//! `memory_read`: its parameters, its call and its result.
+//! `memory_read`: its parameters, its call and its result; its text is `crate::render`'s,
+//! which `memdir read` shows too.
 
 use rmcp::model::CallToolResult;
 use rmcp::{ErrorData, tool, tool_router};
@@ -10,6 +11,7 @@ use super::args::Args;
 use super::schema::{input, output};
 use crate::mcp::MemdirServer;
 use crate::memory::ReadResult;
+use crate::render;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -76,11 +78,12 @@ impl MemdirServer {
         annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
     )]
     async fn memory_read(&self, Args(p): Args<ReadParams>) -> Result<CallToolResult, ErrorData> {
+        let range = p.view_range.map(|[a, b]| (a, b));
         let result = self
-            .run(move |m| m.read(&p.path, p.view_range.map(|[a, b]| (a, b))))
+            .run(move |m| m.read(&p.path, range, &render::read_notes_len))
             .await;
         answer(result, |r| {
-            let text = r.rendered.clone();
+            let text = render::read(&r, range);
             (ReadOut::from(r), text)
         })
     }
