@@ -16,7 +16,8 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 
-use super::{MemdirServer, Transport, resources, subscribe};
+use super::server::{MemdirServer, Transport};
+use super::{resources, subscribe};
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for MemdirServer {

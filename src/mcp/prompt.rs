@@ -7,7 +7,7 @@ use rmcp::model::{
     PromptArgument, PromptMessage, Role,
 };
 
-use super::MemdirServer;
+use super::server::MemdirServer;
 
 /// The one prompt: the memory protocol.
 const PROTOCOL_PROMPT: &str = "memory_protocol";

@@ -7,13 +7,59 @@ use std::sync::atomic::AtomicBool;
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::ToolRouter;
 
+use super::toolset::ToolSet;
 use super::transport::flow::FlowHandle;
-use super::{ToolSet, Transport, logging, resources, subscribe, tools};
+use super::{logging, resources, subscribe};
 use crate::error::Error;
 use crate::memory::{Level, Memdir};
 
 /// Tools that change memories, withheld when every store is read-only.
 const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"];
+
+/// The tools offered for `tools` over these stores (each tool's router is made by
+/// `#[tool_router]` in its file under `tools/`).
+pub(super) fn offered(memdir: &Memdir, tools: ToolSet) -> ToolRouter<MemdirServer> {
+    let mut tool_router = ToolRouter::new();
+    if tools.memory_tools() {
+        tool_router += MemdirServer::list_router()
+            + MemdirServer::search_router()
+            + MemdirServer::read_router()
+            + MemdirServer::write_router()
+            + MemdirServer::edit_router()
+            + MemdirServer::delete_router()
+            + MemdirServer::history_router();
+    }
+    if tools.anthropic() {
+        // Offered also when every store is read-only: `view` still works, and the
+        // other commands say the store is read-only.
+        tool_router += MemdirServer::anthropic_router();
+    }
+    if memdir.all_read_only() {
+        for name in MUTATING_TOOLS {
+            tool_router.remove_route(name);
+        }
+    }
+    tool_router
+}
+
+/// The names of the tools a server offers for `tools` over these stores, sorted.
+pub fn offered_tools(memdir: &Memdir, tools: ToolSet) -> Vec<String> {
+    offered(memdir, tools)
+        .list_all()
+        .into_iter()
+        .map(|t| t.name.into_owned())
+        .collect()
+}
+
+/// How the server is reached: it decides whether notifications can follow a response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transport {
+    /// One client on stdin/stdout: a connection that stays open.
+    Stdio,
+    /// Stateless Streamable HTTP: each request on its own; notifications reach a client
+    /// only on a `subscriptions/listen` stream.
+    Http,
+}
 
 /// The MCP server over a set of stores.
 #[derive(Clone)]
@@ -40,7 +86,7 @@ impl MemdirServer {
         transport: Transport,
     ) -> Self {
         MemdirServer {
-            tool_router: Self::router(&memdir, tools),
+            tool_router: offered(&memdir, tools),
             memdir,
             tools,
             initialized: Arc::new(AtomicBool::new(false)),
@@ -49,25 +95,6 @@ impl MemdirServer {
             transport,
             logging: Arc::default(),
         }
-    }
-
-    /// The tools offered for `tools` over these stores.
-    pub(super) fn router(memdir: &Memdir, tools: ToolSet) -> ToolRouter<Self> {
-        let mut tool_router = ToolRouter::new();
-        if tools.memory_tools() {
-            tool_router += tools::memory_tools();
-        }
-        if tools.anthropic() {
-            // Offered also when every store is read-only: `view` still works, and the
-            // other commands say the store is read-only.
-            tool_router += tools::anthropic_tool();
-        }
-        if memdir.all_read_only() {
-            for name in MUTATING_TOOLS {
-                tool_router.remove_route(name);
-            }
-        }
-        tool_router
     }
 
     /// The server for one stateless HTTP request: the stores, tools and flow are shared;

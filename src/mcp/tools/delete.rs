@@ -10,7 +10,7 @@ use super::actor;
 use super::answer::answer;
 use super::args::Args;
 use super::schema::{input, output};
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::DeleteResult;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -49,7 +49,7 @@ impl From<DeleteResult> for DeleteOut {
     }
 }
 
-#[tool_router(router = delete_router, vis = "pub(super)")]
+#[tool_router(router = delete_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Delete a memory, or a folder with everything in it. Never a store itself.
     #[tool(

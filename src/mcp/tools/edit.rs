@@ -12,7 +12,7 @@ use super::args::Args;
 use super::schema::{input, output};
 use super::write::hidden_note;
 use crate::error::Error;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::{EditOp, EditRequest, EditResult};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -106,7 +106,7 @@ impl From<EditResult> for EditOut {
     }
 }
 
-#[tool_router(router = edit_router, vis = "pub(super)")]
+#[tool_router(router = edit_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Change part of a memory with exactly one operation: old_str + new_str (replace text
     /// that occurs exactly once, or every occurrence with replace_all), insert_line +

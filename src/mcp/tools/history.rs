@@ -12,7 +12,7 @@ use super::args::Args;
 use super::clamp;
 use super::schema::{input, output};
 use crate::error::Error;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::{HistoryRequest, HistoryResult, Version};
 
 const DEFAULT_HISTORY_LIMIT: i64 = 50;
@@ -162,7 +162,7 @@ impl From<HistoryResult> for HistoryOut {
     }
 }
 
-#[tool_router(router = history_router, vis = "pub(super)")]
+#[tool_router(router = history_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// The audit trail: every change to a memory (or to everything under a folder), newest
     /// first, with operation, time, actor, content hash and a deletion's reason; filter by

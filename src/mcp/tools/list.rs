@@ -12,7 +12,7 @@ use super::args::Args;
 use super::clamp;
 use super::schema::{input, output};
 use crate::error::Error;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::{ListEntry, ListOrder, ListRequest, ListResult};
 
 const DEFAULT_LIST_LIMIT: i64 = 200;
@@ -141,7 +141,7 @@ impl From<ListResult> for ListOut {
     }
 }
 
-#[tool_router(router = list_router, vis = "pub(super)")]
+#[tool_router(router = list_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// List what is stored: files (recursively) under a folder, or with `depth` the folder
     /// tree a few levels deep. Each entry has its size, update time, content_sha256 and,

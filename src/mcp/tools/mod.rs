@@ -17,27 +17,9 @@ mod search;
 mod write;
 
 use rmcp::RoleServer;
-use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::service::RequestContext;
 
 use crate::error::Error;
-use crate::mcp::MemdirServer;
-
-/// The `memory_*` tools.
-pub(super) fn memory_tools() -> ToolRouter<MemdirServer> {
-    MemdirServer::list_router()
-        + MemdirServer::search_router()
-        + MemdirServer::read_router()
-        + MemdirServer::write_router()
-        + MemdirServer::edit_router()
-        + MemdirServer::delete_router()
-        + MemdirServer::history_router()
-}
-
-/// The compatibility profile's `memory` tool.
-pub(super) fn anthropic_tool() -> ToolRouter<MemdirServer> {
-    MemdirServer::anthropic_router()
-}
 
 /// The actor recorded in the history for a request: the client's `clientInfo`, from the
 /// request's own `_meta` when it carries one (every request of the 2026-07-28 era, which

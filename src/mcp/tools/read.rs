@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::answer::answer;
 use super::args::Args;
 use super::schema::{input, output};
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::ReadResult;
 use crate::render;
 
@@ -67,7 +67,7 @@ impl From<ReadResult> for ReadOut {
     }
 }
 
-#[tool_router(router = read_router, vis = "pub(super)")]
+#[tool_router(router = read_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Read one memory with numbered lines (whole, or `view_range` [start, end]). The
     /// result includes content_sha256: pass it as expected_sha256 when you replace or edit

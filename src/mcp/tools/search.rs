@@ -14,7 +14,7 @@ use super::args::Args;
 use super::clamp;
 use super::schema::{input, output};
 use crate::index::Order;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::{SearchHit, SearchRequest, SearchResult};
 
 const DEFAULT_SEARCH_LIMIT: i64 = 10;
@@ -146,7 +146,7 @@ impl From<SearchResult> for SearchOut {
     }
 }
 
-#[tool_router(router = search_router, vis = "pub(super)")]
+#[tool_router(router = search_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
     /// `recent`, newest first. Returns paths, the best matching lines (numbered) and

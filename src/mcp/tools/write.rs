@@ -11,7 +11,7 @@ use super::answer::answer;
 use super::args::Args;
 use super::schema::{input, output};
 use crate::error::Error;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::{RestoreRequest, WriteRequest, WriteResult};
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -74,7 +74,7 @@ impl From<WriteResult> for WriteOut {
     }
 }
 
-#[tool_router(router = write_router, vis = "pub(super)")]
+#[tool_router(router = write_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Create or replace a whole memory (missing folders are created). Use if_absent to
     /// create only, expected_sha256 to replace only what you last read. Writing the content

@@ -27,7 +27,7 @@ use self::view::view;
 use super::actor;
 use super::args::Args;
 use super::schema::input;
-use crate::mcp::MemdirServer;
+use crate::mcp::server::MemdirServer;
 use crate::memory::Memdir;
 
 /// The input of Anthropic's memory tool: a command and its fields.
@@ -93,7 +93,7 @@ enum Command {
     Rename,
 }
 
-#[tool_router(router = anthropic_router, vis = "pub(super)")]
+#[tool_router(router = anthropic_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Anthropic's memory tool: a memory directory at /memories that outlives this
     /// conversation. Commands: view (a file with numbered lines, or a folder two levels

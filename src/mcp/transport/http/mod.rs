@@ -45,7 +45,8 @@ use super::ServeError;
 use super::decode::decode;
 use super::flow::FlowHandle;
 use super::scan::trim;
-use crate::mcp::{MemdirServer, ToolSet, Transport};
+use crate::mcp::server::{MemdirServer, Transport};
+use crate::mcp::toolset::ToolSet;
 use crate::memory::Memdir;
 
 /// Reading a request's headers, and waiting for the next request on an idle keep-alive

@@ -13,7 +13,8 @@ use rmcp::{ErrorData, RoleServer, ServiceExt};
 use super::ServeError;
 use super::flow::FlowHandle;
 use super::framing::{LineTransport, WRITE_GRACE};
-use crate::mcp::{MemdirServer, ToolSet, Transport};
+use crate::mcp::server::{MemdirServer, Transport};
+use crate::mcp::toolset::ToolSet;
 use crate::memory::Memdir;
 
 /// Serves MCP over stdin/stdout until the client closes stdin.
