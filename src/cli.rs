@@ -19,6 +19,7 @@ use crate::memory::{
     HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
 use crate::path::Target;
+use crate::render;
 use open::Access;
 use stores::Env;
 
@@ -32,19 +33,32 @@ pub use stores::STORES_SEPARATOR;
 /// Runs a subcommand for a person at a terminal.
 pub fn run_command(mut command: Command) -> anyhow::Result<()> {
     let env = Env::of_process();
+    if let Command::Cache {
+        command: CacheCommand::Prune { index_dir },
+    } = &command
+    {
+        return prune_caches(index_dir.as_deref(), &env);
+    }
+    let (access, settings) = needs(&command, &env)?;
+    let stores = command.stores_mut().cloned().unwrap_or_default();
+    let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
+    let memdir = open::open(&chosen, access, settings)?;
+    run_on(&memdir, &command)
+}
+
+/// How a command opens its stores, and the settings its flags give.
+fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
     let mut settings = Settings::default();
-    let access = match &command {
+    let access = match command {
         Command::Serve(_) => bail!("`serve` is not a command for a terminal: see open_server"),
-        Command::Cache {
-            command: CacheCommand::Prune { index_dir },
-        } => return prune_caches(index_dir.as_deref(), &env),
+        Command::Cache { .. } => bail!("`cache` opens no store"),
         Command::List { .. }
         | Command::Read { .. }
         | Command::History { .. }
         | Command::Review { .. }
         | Command::Export { .. } => Access::Read,
         Command::Search { index, .. } | Command::Check { index, .. } => {
-            index.apply(&mut settings, &env)?;
+            index.apply(&mut settings, env)?;
             Access::Read
         }
         Command::Restore { limits, .. } => {
@@ -57,114 +71,131 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
             Access::Create
         }
     };
-    let stores = command.stores_mut().cloned().unwrap_or_default();
-    let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
-    let memdir = open::open(&chosen, access, settings)?;
-    match &command {
-        // Returned above.
-        Command::Serve(_) | Command::Cache { .. } => {}
+    Ok((access, settings))
+}
+
+/// Runs a command on the stores it opened.
+fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
+    match command {
+        // Run without stores, in `run_command`.
+        Command::Serve(_) | Command::Cache { .. } => Ok(()),
         Command::List {
             path, depth, json, ..
-        } => list(&memdir, path, *depth, *json)?,
+        } => list(memdir, path, *depth, *json),
         Command::History {
             path,
             limit,
             version,
             json,
             ..
-        } => history(&memdir, path, *limit, *version, *json)?,
+        } => history(memdir, path, *limit, *version, *json),
         Command::Restore {
             path,
             version,
             force,
             json,
             ..
-        } => restore(&memdir, path, *version, *force, *json)?,
+        } => restore(memdir, path, *version, *force, *json),
         Command::Redact {
             version,
             store,
             json,
             ..
-        } => {
-            let r = memdir.redact(store.as_deref(), *version)?;
-            if *json {
-                println!(
-                    "{}",
-                    serde_json::json!({"redacted": r.version, "at": r.at, "actor": r.actor})
-                );
-            } else {
-                println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
-            }
-        }
+        } => redact(memdir, store.as_deref(), *version, *json),
         Command::Read {
             path, lines, json, ..
-        } => {
-            let r = memdir.read(path, lines.map(|l| (l.start, l.end)))?;
-            if *json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "path": r.path, "content": r.content, "content_sha256": r.content_sha256,
-                        "size_bytes": r.size_bytes, "total_lines": r.total_lines,
-                        "start_line": r.start_line, "end_line": r.end_line,
-                        "updated_at": r.updated_at, "age_days": r.age_days,
-                        "expires_at": r.expires_at, "expired": r.expired,
-                    })
-                );
-            } else if r.size_bytes == 0 {
-                print!("{}", r.rendered);
-                println!("{} is empty", r.path);
-            } else {
-                println!("{}", r.rendered);
-            }
-        }
+        } => read(memdir, path, lines.map(|l| (l.start, l.end)), *json),
         Command::Search {
             query,
             path,
             limit,
             json,
             ..
-        } => search(&memdir, query, path.as_deref(), *limit, *json)?,
-        Command::Export { store, .. } => {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            let summary = memdir.export(store.as_deref(), &mut out)?;
-            eprintln!(
-                "exported {} memories and {} versions",
-                summary.files, summary.versions
-            );
-            for skipped in &summary.skipped {
-                eprintln!("left out {skipped}");
-            }
-        }
-        Command::Import { store, json, .. } => {
-            let summary = memdir.import(store.as_deref(), &mut std::io::stdin().lock())?;
-            if *json {
-                println!(
-                    "{}",
-                    serde_json::json!({"files": summary.files, "versions": summary.versions})
-                );
-            } else {
-                println!(
-                    "imported {} memories and {} versions",
-                    summary.files, summary.versions
-                );
-            }
-        }
-        Command::Check { json, .. } => check(&memdir, *json)?,
+        } => search(memdir, query, path.as_deref(), *limit, *json),
+        Command::Export { store, .. } => export(memdir, store.as_deref()),
+        Command::Import { store, json, .. } => import(memdir, store.as_deref(), *json),
+        Command::Check { json, .. } => check(memdir, *json),
         Command::Prune {
             dry_run,
             store,
             json,
             ..
-        } => prune(&memdir, store.as_deref(), *dry_run, *json)?,
+        } => prune(memdir, store.as_deref(), *dry_run, *json),
         Command::Review {
             older_than,
             path,
             json,
             ..
-        } => review(&memdir, path, *older_than, *json)?,
-        Command::Index { store, json, .. } => index(&memdir, store.as_deref(), *json)?,
+        } => review(memdir, path, *older_than, *json),
+        Command::Index { store, json, .. } => index(memdir, store.as_deref(), *json),
+    }
+}
+
+/// `memdir read`.
+fn read(memdir: &Memdir, path: &str, range: Option<(i64, i64)>, json: bool) -> anyhow::Result<()> {
+    let r = memdir.read(path, range, &render::read_notes_len)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "path": r.path, "content": r.content, "content_sha256": r.content_sha256,
+                "size_bytes": r.size_bytes, "total_lines": r.total_lines,
+                "start_line": r.start_line, "end_line": r.end_line,
+                "updated_at": r.updated_at, "age_days": r.age_days,
+                "expires_at": r.expires_at, "expired": r.expired,
+            })
+        );
+    } else if r.size_bytes == 0 {
+        print!("{}", render::read(&r, range));
+        println!("{} is empty", r.path);
+    } else {
+        println!("{}", render::read(&r, range));
+    }
+    Ok(())
+}
+
+/// `memdir redact`.
+fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> anyhow::Result<()> {
+    let r = memdir.redact(store, version)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"redacted": r.version, "at": r.at, "actor": r.actor})
+        );
+    } else {
+        println!("redacted version {} ({} by {})", r.version, r.at, r.actor);
+    }
+    Ok(())
+}
+
+/// `memdir export`: the archive to stdout, the summary to stderr.
+fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let summary = memdir.export(store, &mut out)?;
+    eprintln!(
+        "exported {} memories and {} versions",
+        summary.files, summary.versions
+    );
+    for skipped in &summary.skipped {
+        eprintln!("left out {skipped}");
+    }
+    Ok(())
+}
+
+/// `memdir import`: the archive from stdin.
+fn import(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
+    let summary = memdir.import(store, &mut std::io::stdin().lock())?;
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"files": summary.files, "versions": summary.versions})
+        );
+    } else {
+        println!(
+            "imported {} memories and {} versions",
+            summary.files, summary.versions
+        );
     }
     Ok(())
 }

@@ -12,6 +12,7 @@
 //! - `index`: the SQLite FTS5 search index, a disposable cache outside the store.
 //! - `history`: the append-only version log and content objects of each store.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
+//! - `render`: text the CLI and the MCP tools show alike (a memory read).
 //! - `cli`: the command line.
 
 pub mod cli;
@@ -23,6 +24,7 @@ pub mod index;
 pub mod mcp;
 pub mod memory;
 pub mod path;
+pub mod render;
 pub mod search;
 pub mod secrets;
 pub mod store;

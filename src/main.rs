@@ -58,7 +58,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // Every request has been answered; background upkeep (index warm-up) is a
             // cache and may stop anywhere, so exit now instead of waiting for it.
             runtime.shutdown_background();
-            served
+            Ok(served?)
         }
         Some(http) => {
             // Many clients at once: the protocol work of their requests spreads over the
@@ -71,7 +71,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             // give those a moment, so none is cut off by the exit (each write is atomic
             // either way).
             runtime.shutdown_timeout(std::time::Duration::from_secs(10));
-            served
+            Ok(served?)
         }
     }
 }

@@ -49,7 +49,10 @@ fn only_the_store_touches_the_file_system() {
     check(&["cap_std", "File::open", "OpenOptions"], &["store/"]);
     // The stdio transport reads the type and flags of the process's own stdin and
     // stdout (`fstat`, `F_GETFL`/`F_SETFL`); it names no path.
-    check(&["rustix::fs"], &["store/", "mcp/stdio.rs"]);
+    check(
+        &["rustix::fs"],
+        &["store/", "mcp/transport/stdio/handles.rs"],
+    );
     // The index creates the folder of its own database (outside the store); nothing else.
     check(&["std::fs"], &["store/", "index/"]);
 }

@@ -27,7 +27,7 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
 use tokio::sync::Notify;
 
-use super::framing::FlowHandle;
+use super::transport::flow::FlowHandle;
 use crate::memory::{Level, Memdir, Notice};
 
 /// The logger name on every message.

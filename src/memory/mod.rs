@@ -110,8 +110,16 @@ pub struct ReadResult {
     /// `(line, its length, bytes shown)` when one line alone was longer than the budget
     /// and only its head is shown (it is then `end_line`).
     pub long_line: Option<(usize, usize, usize)>,
-    /// The text rendering: numbered lines, with freshness and truncation notes.
-    pub rendered: String,
+}
+
+/// How fresh a memory is: what a reader is told before its lines (see [`Memdir::read`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Freshness<'a> {
+    pub updated_at: &'a str,
+    pub age_days: u64,
+    /// Frontmatter `expires` as an RFC 3339 UTC time.
+    pub expires_at: Option<&'a str>,
+    pub expired: bool,
 }
 
 /// A file read and decoded, as several operations need it.
@@ -235,39 +243,28 @@ impl Memdir {
         }
     }
 
-    /// Reads a memory, whole or a line range, within the result budget.
-    pub fn read(&self, raw: &str, view_range: Option<(i64, i64)>) -> Result<ReadResult> {
-        self.read_within(raw, view_range, 0)
-    }
-
-    /// [`Memdir::read`] for a result that adds `reserve` bytes of its own around the
-    /// numbered lines (the compatibility profile's header).
-    pub fn read_within(
+    /// Reads a memory, whole or a line range, within the result budget less the bytes
+    /// the caller puts before the numbered lines: `header` gives them from the memory's
+    /// freshness (the notes of `memory_read`, the compatibility profile's heading).
+    pub fn read(
         &self,
         raw: &str,
         view_range: Option<(i64, i64)>,
-        reserve: usize,
+        header: &dyn Fn(Freshness<'_>) -> usize,
     ) -> Result<ReadResult> {
         let (p, cur) = self.existing(raw)?;
         let all: Vec<&str> = cur.text.split_inclusive('\n').collect();
         let total = all.len();
         let (start, end) = resolve_range(view_range, total)?;
         let age_days = text::age_days(cur.modified);
-        let mut rendered = String::new();
+        let updated_at = text::rfc3339(cur.modified);
         let expiry = Expiry::of(&cur.text);
-        if expiry.expired {
-            rendered.push_str(&format!(
-                "Note: this memory expired at {} (its frontmatter `expires`): it is likely out of date. Verify it before relying on it, then update it (with a new `expires`) or delete it.\n",
-                expiry.at.as_deref().unwrap_or_default()
-            ));
-        }
-        if age_days >= 1 {
-            rendered.push_str(&format!(
-                "Note: this memory was last updated {age_days} day{} ago ({}); it is a point-in-time observation, so verify it before relying on it.\n",
-                if age_days == 1 { "" } else { "s" },
-                text::rfc3339(cur.modified)
-            ));
-        }
+        let reserve = header(Freshness {
+            updated_at: &updated_at,
+            age_days,
+            expires_at: expiry.at.as_deref(),
+            expired: expiry.expired,
+        });
         let budget = self.settings.result_budget.saturating_sub(reserve);
         let mut last = start.saturating_sub(1);
         let mut body = String::new();
@@ -277,7 +274,7 @@ impl Memdir {
         // When the selection does not fit whole, room is kept for the note that says
         // where to continue.
         let whole: usize = (start..=end).map(|n| all[n - 1].len() + 8).sum();
-        let limit = if rendered.len() + whole <= budget {
+        let limit = if whole <= budget {
             budget
         } else {
             budget.saturating_sub(READ_NOTE_ROOM)
@@ -290,12 +287,12 @@ impl Memdir {
                 body.push('\n');
             }
             text::numbered_line(&mut body, n, line);
-            if rendered.len() + body.len() > limit {
+            if body.len() > limit {
                 body.truncate(before);
                 if n > start {
                     break;
                 }
-                let room = budget.saturating_sub(rendered.len() + LONG_LINE_NOTE_ROOM);
+                let room = budget.saturating_sub(LONG_LINE_NOTE_ROOM);
                 let head = &line[..text::floor_char_boundary(line, room)];
                 text::numbered_line(&mut body, n, head);
                 cut_line = Some((n, line.len(), head.len()));
@@ -305,22 +302,6 @@ impl Memdir {
             last = n;
         }
         let truncated = last < end || cut_line.is_some();
-        rendered.push_str(&body);
-        if let Some((n, len, shown)) = cut_line {
-            rendered.push_str(&format!(
-                "\n[Line {n} is {len} bytes, longer than one result can hold: only its first {shown} bytes are shown.{} To change it, use memory_edit with old_str taken from the part shown.]",
-                if n < end {
-                    format!(" The next lines continue with view_range [{}, -1].", n + 1)
-                } else {
-                    String::new()
-                }
-            ));
-        } else if truncated {
-            rendered.push_str(&format!(
-                "\n[Showing lines {start}-{last} of {total}: the rest did not fit in one result. Continue with view_range [{}, -1].]",
-                last + 1
-            ));
-        }
         let content = if let Some((n, _, shown)) = cut_line {
             all[n - 1][..shown].to_owned()
         } else if start == 1 && last == total {
@@ -336,13 +317,12 @@ impl Memdir {
             total_lines: total,
             start_line: start.min(last.max(1)),
             end_line: last,
-            updated_at: text::rfc3339(cur.modified),
+            updated_at,
             age_days,
             expires_at: expiry.at,
             expired: expiry.expired,
             truncated,
             long_line: cut_line,
-            rendered,
         })
     }
 

@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
@@ -38,10 +37,16 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
+use tokio::sync::OwnedSemaphorePermit;
 
 use self::gate::Gate;
 use self::tokens::TokenFile;
-use super::super::{MemdirServer, ToolSet, Transport, framing};
+use super::ServeError;
+use super::decode::decode;
+use super::flow::FlowHandle;
+use super::scan::trim;
+use crate::mcp::server::{MemdirServer, Transport};
+use crate::mcp::toolset::ToolSet;
 use crate::memory::Memdir;
 
 /// Reading a request's headers, and waiting for the next request on an idle keep-alive
@@ -96,49 +101,26 @@ pub async fn serve_http(
     memdir: Memdir,
     tools: ToolSet,
     options: HttpOptions,
-) -> anyhow::Result<()> {
+) -> Result<(), ServeError> {
     let tokens = match &options.tokens {
-        Some(path) => Some(TokenFile::load(path).map_err(anyhow::Error::msg)?),
+        Some(path) => Some(TokenFile::load(path).map_err(ServeError::Tokens)?),
         None => None,
     };
     if tokens.is_none() && !options.addr.ip().is_loopback() {
-        anyhow::bail!(
-            "refusing to serve {} without authentication: other machines can reach that address. \
-             Add `--tokens FILE` (one `NAME TOKEN` per line, `chmod 600`), or bind a loopback \
-             address such as 127.0.0.1:{}",
-            options.addr,
-            options.addr.port()
-        );
+        return Err(ServeError::Unauthenticated { addr: options.addr });
     }
     let listener = TcpListener::bind(options.addr)
         .await
-        .with_context(|| format!("cannot listen on {}", options.addr))?;
+        .map_err(|source| ServeError::Listen {
+            addr: options.addr,
+            source,
+        })?;
     let local = listener.local_addr()?;
 
-    let flow = framing::FlowHandle::detached();
+    let flow = FlowHandle::detached();
     let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http);
     server.start_upkeep();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true)
-        // memdir's gate checks Host and Origin first, with its own lists and messages.
-        .disable_allowed_hosts()
-        .disable_allowed_origins()
-        .with_max_request_body_bytes(options.max_body_bytes);
-    let template = server.clone();
-    let mcp = StreamableHttpService::new(
-        move || Ok(template.for_request()),
-        Arc::new(NeverSessionManager::default()),
-        config,
-    );
-    let app = Arc::new(App {
-        mcp,
-        gate: Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
-        tokens: tokens.clone(),
-        max_body: options.max_body_bytes,
-        draining: AtomicBool::new(false),
-        listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
-    });
+    let app = Arc::new(App::new(server, &options, local, tokens.clone()));
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
         "listening on http://{local}/mcp{}",
@@ -153,6 +135,28 @@ pub async fn serve_http(
     }
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    accept_until_stopped(listener, &app, &graceful).await;
+    tracing::info!("shutting down: finishing the calls in flight");
+    app.draining.store(true, Ordering::Release);
+    flow.end_input();
+    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(
+            "calls still in flight after {}s; exiting anyway",
+            SHUTDOWN_GRACE.as_secs()
+        );
+    }
+    Ok(())
+}
+
+/// Serves each connection `listener` accepts until SIGTERM or SIGINT, then closes it.
+async fn accept_until_stopped(
+    listener: TcpListener,
+    app: &Arc<App>,
+    graceful: &hyper_util::server::graceful::GracefulShutdown,
+) {
     let mut stop = std::pin::pin!(shutdown_signal());
     loop {
         let (stream, peer) = tokio::select! {
@@ -168,7 +172,7 @@ pub async fn serve_http(
             () = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
-        let app = Arc::clone(&app);
+        let app = Arc::clone(app);
         let service = hyper::service::service_fn(move |req| Arc::clone(&app).handle(req, peer));
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
@@ -182,19 +186,6 @@ pub async fn serve_http(
         });
     }
     drop(listener);
-    tracing::info!("shutting down: finishing the calls in flight");
-    app.draining.store(true, Ordering::Release);
-    flow.end_input();
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "calls still in flight after {}s; exiting anyway",
-            SHUTDOWN_GRACE.as_secs()
-        );
-    }
-    Ok(())
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).
@@ -262,6 +253,35 @@ struct Access {
 }
 
 impl App {
+    /// rmcp's stateless service behind memdir's gate, for the address bound (`local`).
+    fn new(
+        server: MemdirServer,
+        options: &HttpOptions,
+        local: SocketAddr,
+        tokens: Option<TokenFile>,
+    ) -> App {
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true)
+            // memdir's gate checks Host and Origin first, with its own lists and messages.
+            .disable_allowed_hosts()
+            .disable_allowed_origins()
+            .with_max_request_body_bytes(options.max_body_bytes);
+        let mcp = StreamableHttpService::new(
+            move || Ok(server.for_request()),
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        App {
+            mcp,
+            gate: Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
+            tokens,
+            max_body: options.max_body_bytes,
+            draining: AtomicBool::new(false),
+            listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
+        }
+    }
+
     async fn handle(
         self: Arc<Self>,
         request: Request<Incoming>,
@@ -294,32 +314,9 @@ impl App {
     }
 
     async fn mcp(&self, request: Request<Incoming>, access: &mut Access) -> Response<Body> {
-        if self.draining.load(Ordering::Acquire) {
-            return text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
-            );
-        }
-        let host = request
-            .headers()
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .or_else(|| request.uri().authority().map(|a| a.as_str()));
-        if let Err(e) = self.gate.host(host) {
-            return text(StatusCode::FORBIDDEN, &e);
-        }
-        let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
-        if let Err(e) = self.gate.origin(origin) {
-            return text(StatusCode::FORBIDDEN, &e);
-        }
-        let identity = match &self.tokens {
-            None => None,
-            Some(tokens) => match bearer(request.headers())
-                .and_then(|t| tokens.current().actor(t).map(str::to_string))
-            {
-                Some(name) => Some(name),
-                None => return unauthorized(),
-            },
+        let identity = match self.admit(&request) {
+            Ok(identity) => identity,
+            Err(response) => return response,
         };
         access.actor = identity.clone();
         let (mut parts, body) = request.into_parts();
@@ -328,37 +325,13 @@ impl App {
         }
         let mut listen_permit = None;
         let body = if parts.method == Method::POST {
-            let bytes = match self.read_body(&parts, body).await {
-                Ok(bytes) => bytes,
+            match self.message(&parts, body, access).await {
+                Ok((bytes, permit)) => {
+                    listen_permit = permit;
+                    bytes
+                }
                 Err(response) => return response,
-            };
-            match framing::decode(framing::trim(&bytes)) {
-                Ok(Some(message)) => {
-                    note(&message, access);
-                    if is_listen(&message) {
-                        match Arc::clone(&self.listens).try_acquire_owned() {
-                            Ok(permit) => listen_permit = Some(permit),
-                            Err(_) => {
-                                return text(
-                                    StatusCode::TOO_MANY_REQUESTS,
-                                    &format!(
-                                        "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
-                                    ),
-                                );
-                            }
-                        }
-                    }
-                }
-                Ok(None) => return empty(StatusCode::ACCEPTED),
-                // The stdio transport's words, for a body instead of a line.
-                Err((id, code, message)) => {
-                    let message = message
-                        .replace("per line", "per request")
-                        .replace("the line is not JSON", "the body is not JSON");
-                    return rpc_error(id, code, &message);
-                }
             }
-            bytes
         } else {
             // rmcp answers GET and DELETE with 405 in stateless mode.
             Bytes::new()
@@ -375,6 +348,74 @@ impl App {
                 .boxed()
             }),
             None => response,
+        }
+    }
+
+    /// The gate: a request to `/mcp` while the server runs, from an allowed host and
+    /// origin, with a valid token when tokens are required. Gives the token's NAME.
+    // The error is the response to send, returned once per request: its size is no cost.
+    #[allow(clippy::result_large_err)]
+    fn admit(&self, request: &Request<Incoming>) -> Result<Option<String>, Response<Body>> {
+        if self.draining.load(Ordering::Acquire) {
+            return Err(text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
+            ));
+        }
+        let host = request
+            .headers()
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .or_else(|| request.uri().authority().map(|a| a.as_str()));
+        if let Err(e) = self.gate.host(host) {
+            return Err(text(StatusCode::FORBIDDEN, &e));
+        }
+        let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
+        if let Err(e) = self.gate.origin(origin) {
+            return Err(text(StatusCode::FORBIDDEN, &e));
+        }
+        let Some(tokens) = &self.tokens else {
+            return Ok(None);
+        };
+        match bearer(request.headers()).and_then(|t| tokens.current().actor(t).map(str::to_string))
+        {
+            Some(name) => Ok(Some(name)),
+            None => Err(unauthorized()),
+        }
+    }
+
+    /// A POST's body, read and checked to be one JSON-RPC message (with a permit when it
+    /// opens a `subscriptions/listen` stream); else the answer to give instead.
+    async fn message(
+        &self,
+        parts: &http::request::Parts,
+        body: Incoming,
+        access: &mut Access,
+    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response<Body>> {
+        let bytes = self.read_body(parts, body).await?;
+        let message = match decode(trim(&bytes)) {
+            Ok(Some(message)) => message,
+            Ok(None) => return Err(empty(StatusCode::ACCEPTED)),
+            // The stdio transport's words, for a body instead of a line.
+            Err((id, code, message)) => {
+                let message = message
+                    .replace("per line", "per request")
+                    .replace("the line is not JSON", "the body is not JSON");
+                return Err(rpc_error(id, code, &message));
+            }
+        };
+        note(&message, access);
+        if !is_listen(&message) {
+            return Ok((bytes, None));
+        }
+        match Arc::clone(&self.listens).try_acquire_owned() {
+            Ok(permit) => Ok((bytes, Some(permit))),
+            Err(_) => Err(text(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
+                ),
+            )),
         }
     }
 

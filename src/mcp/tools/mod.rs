@@ -1,0 +1,46 @@
+//! The tools: one file per tool, each owning its parameters (their doc comments are
+//! what the model reads), its call and its text; `anthropic` is the compatibility
+//! profile's `memory` tool. Shared: `args` (the extractor that names the field a type
+//! error is about), `schema` (schema tidying), `answer` (results and errors as tool
+//! results).
+
+mod answer;
+mod anthropic;
+mod args;
+mod delete;
+mod edit;
+mod history;
+mod list;
+mod read;
+mod schema;
+mod search;
+mod write;
+
+use rmcp::RoleServer;
+use rmcp::service::RequestContext;
+
+use crate::error::Error;
+
+/// The actor recorded in the history for a request: the client's `clientInfo`, from the
+/// request's own `_meta` when it carries one (every request of the 2026-07-28 era, which
+/// has no handshake, does) or else from `initialize`.
+fn actor(ctx: &RequestContext<RoleServer>) -> String {
+    if let Some(actor) = crate::mcp::transport::http::actor(ctx) {
+        return actor;
+    }
+    match ctx.client_info() {
+        Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
+        _ => "unknown-client".into(),
+    }
+}
+
+/// A limit given by the caller, or its default; an error names it when out of range.
+fn clamp(value: Option<i64>, default: i64, max: i64, name: &str) -> Result<usize, Error> {
+    match value {
+        None => Ok(default as usize),
+        Some(v) if (1..=max).contains(&v) => Ok(v as usize),
+        Some(v) => Err(Error::InvalidArgument(format!(
+            "{name} must be between 1 and {max}, got {v}"
+        ))),
+    }
+}

@@ -1,0 +1,266 @@
+//! `memory_search`: its parameters, its call (with progress notifications while an
+//! index is built) and its text.
+
+use std::fmt::Write as _;
+
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, tool, tool_router};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::answer::answer;
+use super::args::Args;
+use super::clamp;
+use super::schema::{input, output};
+use crate::index::Order;
+use crate::mcp::server::MemdirServer;
+use crate::memory::{SearchHit, SearchRequest, SearchResult};
+
+const DEFAULT_SEARCH_LIMIT: i64 = 10;
+const MAX_SEARCH_LIMIT: i64 = 100;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    /// What to look for. Words are ANDed (relaxed to OR when no memory has them all);
+    /// `"quoted phrase"` matches adjacent words; `pref*` matches word beginnings. Case and
+    /// punctuation do not matter; Chinese, Japanese and Korean work without spaces.
+    pub query: String,
+    /// Only search under this folder (or in this file), e.g. `/memories/projects/`.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub path: Option<String>,
+    /// Most hits to return (default 10, at most 100).
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 100))]
+    pub limit: Option<i64>,
+    /// The `next_cursor` of a previous search, for more hits.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub cursor: Option<String>,
+    /// Only memories whose frontmatter `type` is this, e.g. `project`.
+    #[serde(default, rename = "type")]
+    #[schemars(with = "String")]
+    pub kind: Option<String>,
+    /// Only memories whose frontmatter `tags` include this.
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub tag: Option<String>,
+    /// true = also return memories whose frontmatter `expires` date has passed (marked
+    /// `expired`). Default false: expired memories are left out.
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    pub include_expired: Option<bool>,
+    /// Only memories last modified at or after this time: a date (`2026-03-01`, the start
+    /// of that day in UTC) or an RFC 3339 date-time (`2026-03-01T09:00:00Z`).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub updated_after: Option<String>,
+    /// Only memories last modified before this time (a date or an RFC 3339 date-time).
+    #[serde(default)]
+    #[schemars(with = "String")]
+    pub updated_before: Option<String>,
+    /// Order of the hits: `relevance` (default; best match first) or `recent` (most
+    /// recently modified first).
+    #[serde(default)]
+    #[schemars(with = "Sort")]
+    pub sort: Option<Sort>,
+}
+
+/// How search hits are ordered.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "lowercase")]
+pub enum Sort {
+    Relevance,
+    Recent,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub struct HitOut {
+    pub path: String,
+    /// Relevance relative to the best hit of this search (on every page): 1 for the
+    /// best, e.g. 0.5 for a hit half as relevant (BM25).
+    pub score: f64,
+    /// The best matching line (1-based).
+    pub line: u64,
+    /// Up to 3 matching lines, numbered like memory_read.
+    pub snippet: String,
+    /// The memory's frontmatter `name`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub description: Option<String>,
+    /// RFC 3339 UTC time of the last change.
+    pub updated_at: String,
+    /// Present (true) when the memory's frontmatter `expires` has passed (only with
+    /// include_expired): it is likely out of date.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub expired: bool,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOut {
+    pub hits: Vec<HitOut>,
+    pub total_hits: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    pub next_cursor: Option<String>,
+    /// No memory had every word; hits have some of them.
+    pub relaxed: bool,
+    /// Present (true) when the query went past what a search reads (its first 1,024
+    /// bytes, 64 words or phrases, 16 words a phrase, 8 `prefix*` words): only that part
+    /// was searched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub query_cut: bool,
+}
+
+impl From<SearchHit> for HitOut {
+    fn from(h: SearchHit) -> Self {
+        HitOut {
+            path: h.path,
+            score: h.score,
+            line: h.line as u64,
+            snippet: h.snippet,
+            name: h.name,
+            description: h.description,
+            updated_at: h.updated_at,
+            expired: h.expired,
+        }
+    }
+}
+
+impl From<SearchResult> for SearchOut {
+    fn from(r: SearchResult) -> Self {
+        SearchOut {
+            hits: r.hits.into_iter().map(HitOut::from).collect(),
+            total_hits: r.total_hits as u64,
+            next_cursor: r.next_cursor,
+            relaxed: r.relaxed,
+            query_cut: r.query_cut,
+        }
+    }
+}
+
+#[tool_router(router = search_router, vis = "pub(in crate::mcp)")]
+impl MemdirServer {
+    /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
+    /// `recent`, newest first. Returns paths, the best matching lines (numbered) and
+    /// descriptions. Words are ANDed, relaxed to OR when nothing has them all; "quoted
+    /// phrases" and prefix* work; any text is a valid query. Memories whose frontmatter
+    /// `expires` has passed are left out unless include_expired is true.
+    #[tool(
+        input_schema = input::<SearchParams>(),
+        output_schema = output::<SearchOut>(),
+        annotations(read_only_hint = true, destructive_hint = false, idempotent_hint = true, open_world_hint = false)
+    )]
+    async fn memory_search(
+        &self,
+        Args(p): Args<SearchParams>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let query = p.query.clone();
+        let progress = progress_reporter(&ctx);
+        let result = self
+            .run(move |m| {
+                let limit = clamp(p.limit, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, "limit")?;
+                m.search(
+                    &SearchRequest {
+                        query: &p.query,
+                        path: p.path.as_deref(),
+                        limit,
+                        cursor: p.cursor.as_deref(),
+                        kind: p.kind.as_deref(),
+                        tag: p.tag.as_deref(),
+                        include_expired: p.include_expired.unwrap_or(false),
+                        updated_after: p.updated_after.as_deref(),
+                        updated_before: p.updated_before.as_deref(),
+                        order: match p.sort {
+                            None | Some(Sort::Relevance) => Order::Relevance,
+                            Some(Sort::Recent) => Order::Recent,
+                        },
+                    },
+                    &progress,
+                )
+            })
+            .await;
+        answer(result, |r| {
+            let out = SearchOut::from(r);
+            let text = render(&query, &out);
+            (out, text)
+        })
+    }
+}
+
+/// Sends `notifications/progress` for a request that asked for them (a `progressToken`
+/// in its `_meta`), from any thread; nothing once the request is cancelled or the client
+/// has gone.
+fn progress_reporter(
+    ctx: &RequestContext<RoleServer>,
+) -> impl Fn(u64, u64) + Sync + Send + 'static {
+    let token = ctx.meta.get_progress_token();
+    let peer = ctx.peer.clone();
+    let cancelled = ctx.ct.clone();
+    let runtime = tokio::runtime::Handle::current();
+    move |done, total| {
+        let Some(token) = token.clone() else { return };
+        if cancelled.is_cancelled() {
+            return;
+        }
+        let peer = peer.clone();
+        let param = ProgressNotificationParam::new(token, done as f64)
+            .with_total(total as f64)
+            .with_message(format!("indexing memories: {done} of {total} files"));
+        runtime.spawn(async move {
+            let _ = peer.notify_progress(param).await;
+        });
+    }
+}
+
+/// The text of a search: each hit with its score and snippet.
+fn render(query: &str, out: &SearchOut) -> String {
+    let mut s = String::new();
+    if out.query_cut {
+        s.push_str("The query is longer than a search reads: only its first 1,024 bytes, 64 words or phrases, 16 words of a phrase and 8 prefix* words were searched.\n");
+    }
+    if out.total_hits == 0 {
+        let shown = crate::text::head_chars(query, 200);
+        let _ = write!(s, "No memory matches {shown:?}.");
+        return s;
+    }
+    if out.relaxed {
+        s.push_str("No memory contains every word; showing memories that contain some of them.\n");
+    }
+    let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
+    for h in &out.hits {
+        let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
+        if h.expired {
+            s.push_str(", EXPIRED");
+        }
+        s.push(')');
+        if let Some(n) = &h.name {
+            let _ = write!(s, " {n}");
+        }
+        match &h.description {
+            Some(d) => {
+                let _ = writeln!(s, " — {d}");
+            }
+            None => s.push('\n'),
+        }
+        s.push_str(&h.snippet);
+        s.push('\n');
+    }
+    if let Some(c) = &out.next_cursor {
+        let _ = writeln!(s, "\nMore hits: search again with cursor \"{c}\".");
+    }
+    s
+}
+
+/// A relative score with three decimals (the best hit is 1.000).
+fn score(x: f64) -> String {
+    format!("{x:.3}")
+}
