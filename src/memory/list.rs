@@ -146,10 +146,10 @@ impl Memdir {
                 match parsed {
                     Some((ns, p)) => (ns, p),
                     None => {
-                        return Err(Error::InvalidArgument(format!(
-                            "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path and sort",
-                            text::head_chars(raw_cursor, 1100)
-                        )));
+                        return Err(Error::Cursor {
+                            cursor: text::head_chars(raw_cursor, 1100),
+                            and_order: " and sort",
+                        });
                     }
                 }
             }
@@ -167,10 +167,10 @@ impl Memdir {
                         .is_some_and(|rest| rest.starts_with('/'))
             });
             if !inside {
-                return Err(Error::InvalidArgument(format!(
-                    "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path",
-                    text::head_chars(after, 1100)
-                )));
+                return Err(Error::Cursor {
+                    cursor: text::head_chars(after, 1100),
+                    and_order: "",
+                });
             }
         }
         let mut entries = Vec::new();

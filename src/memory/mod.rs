@@ -416,11 +416,7 @@ fn resolve_range(range: Option<(i64, i64)>, total: usize) -> Result<(usize, usiz
     let Some((start, end)) = range else {
         return Ok((1, total));
     };
-    let bad = |why: String| {
-        Err(Error::InvalidArgument(format!(
-            "invalid view_range [{start}, {end}]: {why}"
-        )))
-    };
+    let bad = |why: String| Err(Error::ViewRange { start, end, why });
     if start < 1 {
         return bad("lines are numbered from 1".into());
     }

@@ -28,7 +28,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, SystemTime};
 
 use super::{Changes, EntryKind, EntryMeta, FileData, Stamp, WalkEntry, WriteMode, visible_name};
-use crate::error::{Error, Result};
+use crate::error::{Error, MoveFault, Result};
 use crate::path::MemPath;
 
 pub use conn::redact_url;
@@ -489,11 +489,10 @@ impl PgStore {
             path: from.canonical(),
         })?;
         if to.starts_with(from) {
-            return Err(Error::InvalidArgument(format!(
-                "cannot move `{}` into itself (`{}`)",
-                from.canonical(),
-                to.canonical()
-            )));
+            return Err(Error::Move(MoveFault::IntoItself {
+                from: from.canonical(),
+                to: to.canonical(),
+            }));
         }
         if self.entry_kind(to)?.is_some() {
             return Err(Error::AlreadyExists {
