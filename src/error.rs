@@ -96,6 +96,10 @@ pub enum Error {
         cursor: String,
         and_order: &'static str,
     },
+    /// A store could not be opened: its folder cannot be made or opened, or its database
+    /// refused (a URL memdir cannot use, authentication, a schema it cannot serve).
+    #[error("{0}")]
+    Open(String),
     /// A parameter is missing, contradictory or out of range (the cases above aside).
     #[error("{0}")]
     InvalidArgument(String),

@@ -123,11 +123,11 @@ pub(crate) struct Current {
 }
 
 impl Memdir {
-    pub fn open(configs: &[StoreConfig], settings: Settings) -> anyhow::Result<Memdir> {
+    pub fn open(configs: &[StoreConfig], settings: Settings) -> Result<Memdir> {
         let mut stores = configs
             .iter()
             .map(Store::open)
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?;
         for store in &mut stores {
             store.set_intents(settings.history);
         }

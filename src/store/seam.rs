@@ -55,7 +55,7 @@ macro_rules! each {
 impl Store {
     /// Opens the store where `config` says it is (creating a writable folder, or memdir's
     /// tables in the database).
-    pub fn open(config: &StoreConfig) -> anyhow::Result<Store> {
+    pub fn open(config: &StoreConfig) -> Result<Store> {
         let engine = match &config.location {
             Location::Folder(dir) => {
                 Engine::Folder(FolderStore::open(&config.name, dir, config.read_only)?)
