@@ -14,6 +14,13 @@
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `cli`: the command line.
 
+// The doors named in clippy.toml: each module that is one opts out with a reason.
+#![deny(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    clippy::print_stdout
+)]
+
 pub mod cli;
 pub mod edit;
 pub mod error;
