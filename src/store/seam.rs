@@ -303,4 +303,14 @@ impl Watcher {
             },
         }
     }
+
+    /// What the caller found at `path` (`None`: nothing) when it acted on a change this
+    /// watcher reported. A watcher that compares looks takes it as its last look at
+    /// `path`, so that a change made between its walk and the caller's read, and undone
+    /// before the next walk, is reported again rather than lost.
+    pub fn observed(&mut self, path: &MemPath, found: Option<&EntryMeta>) {
+        if let Watcher::Folder(w) = self {
+            w.observed(path, found);
+        }
+    }
 }
