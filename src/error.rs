@@ -68,7 +68,39 @@ pub enum Error {
     /// An edit could not be applied as asked (no match, several matches, line out of range).
     #[error("{0}")]
     Edit(EditFault),
-    /// A parameter is missing, contradictory or out of range.
+    /// A history version that the store does not hold (never made, or pruned).
+    #[error("/{store} has no version {version}; see memory_history")]
+    NoSuchVersion { store: String, version: u64 },
+    /// A version that was redacted: it stays listed, its content is gone.
+    #[error("version {version} was redacted; its content is gone")]
+    RedactedVersion { version: u64 },
+    /// A move that cannot be done as asked.
+    #[error("{0}")]
+    Move(MoveFault),
+    /// A `view_range` that does not fit the memory's lines.
+    #[error("invalid view_range [{start}, {end}]: {why}")]
+    ViewRange { start: i64, end: i64, why: String },
+    /// An `expected_sha256` that is not a SHA-256 in hex.
+    #[error(
+        "expected_sha256 must be 64 hex characters (the content_sha256 from memory_read or memory_list), got `{got}`"
+    )]
+    MalformedSha256 { got: String },
+    /// An `expected_sha256` given for a folder.
+    #[error("expected_sha256 applies to files, not folders")]
+    Sha256OnFolder,
+    /// A `memory_list` cursor that no listing of this path (and order) made.
+    #[error(
+        "invalid cursor {cursor:?}: pass the next_cursor of the previous memory_list page, with the same path{and_order}"
+    )]
+    Cursor {
+        cursor: String,
+        and_order: &'static str,
+    },
+    /// A store could not be opened: its folder cannot be made or opened, or its database
+    /// refused (a URL memdir cannot use, authentication, a schema it cannot serve).
+    #[error("{0}")]
+    Open(String),
+    /// A parameter is missing, contradictory or out of range (the cases above aside).
     #[error("{0}")]
     InvalidArgument(String),
     /// The content looks like it holds a credential.
@@ -140,6 +172,19 @@ impl Error {
             _ => Error::Io { path, source },
         }
     }
+}
+
+/// Why a move (`memory_edit` with `new_path`) could not be done as asked.
+#[derive(Debug, thiserror::Error)]
+pub enum MoveFault {
+    #[error(
+        "cannot move `{from}` to another store (`{to}`); write it there and delete the original"
+    )]
+    AcrossStores { from: String, to: String },
+    #[error("new_path is the same as path (`{path}`)")]
+    OntoItself { path: String },
+    #[error("cannot move `{from}` into itself (`{to}`)")]
+    IntoItself { from: String, to: String },
 }
 
 /// Why an edit could not be applied as asked. The messages start with the words of

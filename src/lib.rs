@@ -15,6 +15,13 @@
 //! - `render`: text the CLI and the MCP tools show alike (a memory read).
 //! - `cli`: the command line.
 
+// The doors named in clippy.toml: each module that is one opts out with a reason.
+#![deny(
+    clippy::disallowed_methods,
+    clippy::disallowed_types,
+    clippy::print_stdout
+)]
+
 pub mod cli;
 pub mod edit;
 pub mod error;

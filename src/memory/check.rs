@@ -11,7 +11,7 @@ use crate::error::Error;
 use crate::history;
 use crate::index::Index;
 use crate::path::MemPath;
-use crate::store::{EntryKind, hidden_name};
+use crate::store::{EntryKind, Store, hidden_name};
 
 /// What `check` found in one store.
 #[derive(Debug, Default)]
@@ -36,77 +36,71 @@ impl Memdir {
 
     fn check_store(&self, i: usize) -> StoreCheck {
         let store = &self.stores()[i];
-        let root = MemPath::root(i, &store.name);
         let mut c = StoreCheck {
             store: format!("/{}", store.name),
             ..StoreCheck::default()
         };
-        let mut found: HashMap<&'static str, Vec<String>> = HashMap::new();
-        let mut note = |kind: &'static str, path: String| found.entry(kind).or_default().push(path);
+        let current = self.check_files(i, &mut c);
+        if self.settings.history {
+            check_history(store, &current, &mut c);
+        }
+        let removed = store.temps_removed();
+        if removed > 0 {
+            c.notes.push(format!(
+                "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
+            ));
+        }
+        self.check_index(i, &current, &mut c);
+        c
+    }
 
-        // The files: what the tools refuse, and each visible file's content.
-        let mut current: HashMap<String, String> = HashMap::new();
-        match store.walk_everything(&root) {
-            Err(e) => c.problems.push(format!("cannot walk the store: {e}")),
-            Ok(entries) => {
-                for e in entries {
-                    if e.path.segments.iter().any(|s| hidden_name(s)) {
-                        continue;
+    /// The files: what the tools refuse, and each visible file's content (its sha256 by
+    /// path relative to the store, returned for the history and index checks).
+    fn check_files(&self, i: usize, c: &mut StoreCheck) -> HashMap<String, String> {
+        let store = &self.stores()[i];
+        let mut found: HashMap<&'static str, Vec<String>> = HashMap::new();
+        let mut current = HashMap::new();
+        let entries = match store.walk_everything(&MemPath::root(i, &store.name)) {
+            Ok(entries) => entries,
+            Err(e) => {
+                c.problems.push(format!("cannot walk the store: {e}"));
+                return current;
+            }
+        };
+        for e in entries {
+            if e.path.segments.iter().any(|s| hidden_name(s)) {
+                continue;
+            }
+            let shown = printable(&e.path.canonical());
+            let mut note = |kind: &'static str| found.entry(kind).or_default().push(shown.clone());
+            if !e
+                .path
+                .segments
+                .iter()
+                .all(|s| crate::path::addressable_name(s))
+            {
+                note("unaddressable");
+                continue;
+            }
+            match e.kind {
+                EntryKind::Special(kind) => note(kind),
+                EntryKind::Dir => {}
+                EntryKind::File | EntryKind::Symlink => match self.current(&e.path) {
+                    Ok(Some(cur)) => {
+                        c.files += 1;
+                        current.insert(e.path.rel(), cur.sha256);
                     }
-                    let shown = printable(&e.path.canonical());
-                    if !e
-                        .path
-                        .segments
-                        .iter()
-                        .all(|s| crate::path::addressable_name(s))
-                    {
-                        note("unaddressable", shown);
-                        continue;
-                    }
-                    match e.kind {
-                        EntryKind::Special(kind) => note(kind, shown),
-                        EntryKind::Dir => {}
-                        EntryKind::File | EntryKind::Symlink => match self.current(&e.path) {
-                            Ok(Some(cur)) => {
-                                c.files += 1;
-                                current.insert(e.path.rel(), cur.sha256);
-                            }
-                            Ok(None) => {}
-                            Err(Error::Escape { .. }) => note("escape", shown),
-                            Err(Error::HardLinked { .. }) => note("hard link", shown),
-                            Err(Error::NotUtf8 { .. }) => note("not UTF-8", shown),
-                            Err(Error::TooLarge { .. }) => note("too large", shown),
-                            Err(Error::IsFolder { .. }) => {}
-                            Err(Error::SpecialFile { kind, .. }) => note(kind, shown),
-                            Err(e) => c.problems.push(format!("{shown}: {e}")),
-                        },
-                    }
-                }
+                    Ok(None) | Err(Error::IsFolder { .. }) => {}
+                    Err(Error::Escape { .. }) => note("escape"),
+                    Err(Error::HardLinked { .. }) => note("hard link"),
+                    Err(Error::NotUtf8 { .. }) => note("not UTF-8"),
+                    Err(Error::TooLarge { .. }) => note("too large"),
+                    Err(Error::SpecialFile { kind, .. }) => note(kind),
+                    Err(e) => c.problems.push(format!("{shown}: {e}")),
+                },
             }
         }
-        let described: [(&str, &str); 8] = [
-            (
-                "escape",
-                "symlinks leading out of the store (every tool refuses them)",
-            ),
-            (
-                "hard link",
-                "files with more than one hard link (refused: a hard link may alias a file outside the store)",
-            ),
-            ("FIFO", "FIFOs (refused without being opened)"),
-            ("socket", "sockets (refused)"),
-            ("device", "devices (refused)"),
-            (
-                "not UTF-8",
-                "files that are not UTF-8 text (memdir stores text only)",
-            ),
-            ("too large", "files over the size limit"),
-            (
-                "unaddressable",
-                "names no path can spell (control or format characters, look-alike slashes, decomposed Unicode): not listed, searched or readable; rename them",
-            ),
-        ];
-        for (kind, what) in described {
+        for (kind, what) in REFUSED {
             if let Some(paths) = found.remove(kind) {
                 c.problems.push(named(what, &paths));
             }
@@ -115,119 +109,146 @@ impl Memdir {
             c.problems
                 .push(named(&format!("{kind} entries (refused)"), &paths));
         }
+        current
+    }
 
-        // The history log.
-        if self.settings.history {
-            match history::verify(store) {
-                Err(e) => c.problems.push(format!("cannot read the history log: {e}")),
-                Ok(log) => {
-                    c.versions = log.records;
-                    let versions = |v: &[u64]| {
-                        v.iter()
-                            .take(NAMED)
-                            .map(|v| format!("v{v}"))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    };
-                    if !log.malformed.is_empty() {
-                        c.problems.push(format!(
-                            "{} line(s) of .memdir/history/log.jsonl are not records (lines {}); they are skipped",
-                            log.malformed.len(),
-                            log.malformed
-                                .iter()
-                                .take(NAMED)
-                                .map(usize::to_string)
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
-                    if !log.out_of_order.is_empty() {
-                        c.problems.push(format!(
-                            "version numbers out of order: {}",
-                            versions(&log.out_of_order)
-                        ));
-                    }
-                    if !log.missing_content.is_empty() {
-                        c.problems.push(format!(
-                            "{} version(s) whose content is missing from the log: {}",
-                            log.missing_content.len(),
-                            versions(&log.missing_content)
-                        ));
-                    }
-                    if !log.corrupt_content.is_empty() {
-                        c.problems.push(format!(
-                            "{} version(s) whose stored content does not match its sha256: {}",
-                            log.corrupt_content.len(),
-                            versions(&log.corrupt_content)
-                        ));
-                    }
-                    if log.torn_bytes > 0 {
-                        c.notes.push(format!(
-                            "the history log ends with a torn append of {} bytes; the next change cuts it",
-                            log.torn_bytes
-                        ));
-                    }
-                    let mut outside: Vec<String> = current
-                        .iter()
-                        .filter(|(rel, sha)| log.heads.get(*rel) != Some(sha))
-                        .map(|(rel, _)| printable(&format!("/{}/{rel}", store.name)))
-                        .collect();
-                    outside.sort();
-                    if !outside.is_empty() {
-                        c.notes.push(named(
-                            "files changed or created outside memdir since their last version (recorded as `external` when next read or changed)",
-                            &outside,
-                        ));
-                    }
-                }
-            }
-            if !store.read_only {
-                match store.pending_intent() {
-                    Ok(Some(true)) => c.notes.push(
-                        "an interrupted change left its intent in .memdir/lock; the next change completes the history from it".into(),
-                    ),
-                    Ok(_) => {}
-                    Err(e) => c.problems.push(format!("cannot take the store lock: {e}")),
+    /// The search index: a cache, so only notes.
+    fn check_index(&self, i: usize, current: &HashMap<String, String>, c: &mut StoreCheck) {
+        let Some(db) = self.index_path(i) else {
+            return;
+        };
+        if !db.exists() {
+            c.notes
+                .push("no search index yet: the first search builds it".into());
+            return;
+        }
+        match Index::open(&db).and_then(|index| index.stamps()) {
+            Err(e) => c.notes.push(format!(
+                "the search index cannot be read ({e}); it is rebuilt on the next search"
+            )),
+            Ok(stamps) => {
+                let indexed: HashMap<String, _> = stamps.into_iter().collect();
+                let stale = current
+                    .keys()
+                    .filter(|rel| !indexed.contains_key(*rel))
+                    .count()
+                    + indexed
+                        .keys()
+                        .filter(|rel| !current.contains_key(*rel))
+                        .count();
+                if stale > 0 {
+                    c.notes.push(format!(
+                        "the search index is behind the files by {stale} file(s); the next search catches up"
+                    ));
                 }
             }
         }
-        let removed = store.temps_removed();
-        if removed > 0 {
-            c.notes.push(format!(
-                "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
-            ));
-        }
+    }
+}
 
-        // The search index: a cache, so only notes.
-        if let Some(db) = self.index_path(i) {
-            if !db.exists() {
-                c.notes
-                    .push("no search index yet: the first search builds it".into());
-            } else {
-                match Index::open(&db).and_then(|index| index.stamps()) {
-                    Err(e) => c.notes.push(format!(
-                        "the search index cannot be read ({e}); it is rebuilt on the next search"
-                    )),
-                    Ok(stamps) => {
-                        let indexed: HashMap<String, _> = stamps.into_iter().collect();
-                        let stale = current
-                            .keys()
-                            .filter(|rel| !indexed.contains_key(*rel))
-                            .count()
-                            + indexed
-                                .keys()
-                                .filter(|rel| !current.contains_key(*rel))
-                                .count();
-                        if stale > 0 {
-                            c.notes.push(format!(
-                                "the search index is behind the files by {stale} file(s); the next search catches up"
-                            ));
-                        }
-                    }
-                }
+/// The kinds of entry the tools refuse, in the order `check` reports them.
+const REFUSED: [(&str, &str); 8] = [
+    (
+        "escape",
+        "symlinks leading out of the store (every tool refuses them)",
+    ),
+    (
+        "hard link",
+        "files with more than one hard link (refused: a hard link may alias a file outside the store)",
+    ),
+    ("FIFO", "FIFOs (refused without being opened)"),
+    ("socket", "sockets (refused)"),
+    ("device", "devices (refused)"),
+    (
+        "not UTF-8",
+        "files that are not UTF-8 text (memdir stores text only)",
+    ),
+    ("too large", "files over the size limit"),
+    (
+        "unaddressable",
+        "names no path can spell (control or format characters, look-alike slashes, decomposed Unicode): not listed, searched or readable; rename them",
+    ),
+];
+
+/// The history log: records that are not, versions out of order or without their
+/// content, a torn append, files changed outside memdir, an interrupted change's intent.
+fn check_history(store: &Store, current: &HashMap<String, String>, c: &mut StoreCheck) {
+    match history::verify(store) {
+        Err(e) => c.problems.push(format!("cannot read the history log: {e}")),
+        Ok(log) => {
+            c.versions = log.records;
+            log_findings(&log, c);
+            let mut outside: Vec<String> = current
+                .iter()
+                .filter(|(rel, sha)| log.heads.get(*rel) != Some(sha))
+                .map(|(rel, _)| printable(&format!("/{}/{rel}", store.name)))
+                .collect();
+            outside.sort();
+            if !outside.is_empty() {
+                c.notes.push(named(
+                    "files changed or created outside memdir since their last version (recorded as `external` when next read or changed)",
+                    &outside,
+                ));
             }
         }
-        c
+    }
+    if !store.read_only {
+        match store.pending_intent() {
+            Ok(Some(true)) => c.notes.push(
+                "an interrupted change left its intent in .memdir/lock; the next change completes the history from it".into(),
+            ),
+            Ok(_) => {}
+            Err(e) => c.problems.push(format!("cannot take the store lock: {e}")),
+        }
+    }
+}
+
+/// What verifying the log found wrong with its lines and versions.
+fn log_findings(log: &history::LogCheck, c: &mut StoreCheck) {
+    let versions = |v: &[u64]| {
+        v.iter()
+            .take(NAMED)
+            .map(|v| format!("v{v}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !log.malformed.is_empty() {
+        c.problems.push(format!(
+            "{} line(s) of .memdir/history/log.jsonl are not records (lines {}); they are skipped",
+            log.malformed.len(),
+            log.malformed
+                .iter()
+                .take(NAMED)
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if !log.out_of_order.is_empty() {
+        c.problems.push(format!(
+            "version numbers out of order: {}",
+            versions(&log.out_of_order)
+        ));
+    }
+    if !log.missing_content.is_empty() {
+        c.problems.push(format!(
+            "{} version(s) whose content is missing from the log: {}",
+            log.missing_content.len(),
+            versions(&log.missing_content)
+        ));
+    }
+    if !log.corrupt_content.is_empty() {
+        c.problems.push(format!(
+            "{} version(s) whose stored content does not match its sha256: {}",
+            log.corrupt_content.len(),
+            versions(&log.corrupt_content)
+        ));
+    }
+    if log.torn_bytes > 0 {
+        c.notes.push(format!(
+            "the history log ends with a torn append of {} bytes; the next change cuts it",
+            log.torn_bytes
+        ));
     }
 }
 

@@ -92,6 +92,78 @@ struct Row {
     file_count: Option<u64>,
 }
 
+/// Whether a folder's rows include the folder itself.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    Shown,
+    Below,
+}
+
+/// Where a page of a listing starts: after the last row of the previous page. A cursor
+/// is that row's path (by path) or `<ns>|<path>` (oldest first); empty for the first page.
+struct Cursor<'r> {
+    order: ListOrder,
+    first_page: bool,
+    after_ns: u128,
+    after: &'r str,
+}
+
+impl<'r> Cursor<'r> {
+    /// The cursor of `req`, which must lie in what `roots` list.
+    fn parse(req: &ListRequest<'r>, roots: &[MemPath]) -> Result<Cursor<'r>> {
+        let raw = req.cursor.unwrap_or("");
+        let (after_ns, after) = match req.order {
+            ListOrder::Oldest if !raw.is_empty() => raw
+                .split_once('|')
+                .and_then(|(ns, p)| Some((ns.parse::<u128>().ok()?, p)))
+                .ok_or_else(|| Error::Cursor {
+                    cursor: text::head_chars(raw, 1100),
+                    and_order: " and sort",
+                })?,
+            _ => (0, raw),
+        };
+        let inside = roots.iter().any(|root| {
+            let top = root.canonical();
+            let top = top.trim_end_matches('/');
+            after == top
+                || after
+                    .strip_prefix(top)
+                    .is_some_and(|rest| rest.starts_with('/'))
+        });
+        if !after.is_empty() && !inside {
+            return Err(Error::Cursor {
+                cursor: text::head_chars(after, 1100),
+                and_order: "",
+            });
+        }
+        Ok(Cursor {
+            order: req.order,
+            first_page: raw.is_empty(),
+            after_ns,
+            after,
+        })
+    }
+
+    /// Whether `row` comes after the cursor (is on this page or a later one).
+    fn is_before(&self, row: &Row) -> bool {
+        match self.order {
+            ListOrder::Path => row.canonical.as_str() > self.after,
+            ListOrder::Oldest => {
+                self.first_page
+                    || (nanos(row.modified), row.canonical.as_str()) > (self.after_ns, self.after)
+            }
+        }
+    }
+
+    /// The cursor of the page that follows `last`.
+    fn after(order: ListOrder, last: &Row) -> String {
+        match order {
+            ListOrder::Path => last.canonical.clone(),
+            ListOrder::Oldest => format!("{}|{}", nanos(last.modified), last.canonical),
+        }
+    }
+}
+
 impl Memdir {
     pub fn list(&self, req: &ListRequest) -> Result<ListResult> {
         if req.depth == Some(0) {
@@ -108,18 +180,40 @@ impl Memdir {
                 .collect(),
             Target::Path(p) => vec![p],
         };
+        let rows = self.listed_rows(req, &roots)?;
+        let cursor = Cursor::parse(req, &roots)?;
+        let total = rows.len();
+        let mut entries = Vec::new();
+        let mut used = 0usize;
+        let mut next_cursor = None;
+        let mut last: Option<&Row> = None;
+        for row in rows.iter().filter(|r| cursor.is_before(r)) {
+            if entries.len() == req.limit || used > self.settings.result_budget {
+                next_cursor = last.map(|r| Cursor::after(req.order, r));
+                break;
+            }
+            last = Some(row);
+            let entry = self.entry(row);
+            used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
+            entries.push(entry);
+        }
+        Ok(ListResult {
+            entries,
+            next_cursor,
+            total,
+        })
+    }
+
+    /// Every row a listing shows under `roots`, filtered by age and in its order.
+    fn listed_rows(&self, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<Row>> {
         let top_level = req.path.is_none_or(|p| p == "/");
         let mut rows = Vec::new();
-        for root in &roots {
-            // Listing `/` at depth 1 shows the stores themselves.
-            let (start, depth) = match (top_level, req.depth) {
-                (true, Some(d)) => {
-                    rows.extend(self.rows(root, Some(d - 1), true)?);
-                    continue;
-                }
-                _ => (root, req.depth),
-            };
-            rows.extend(self.rows(start, depth, false)?);
+        for root in roots {
+            rows.extend(match (top_level, req.depth) {
+                // Listing `/` at depth 1 shows the stores themselves.
+                (true, Some(d)) => self.rows(root, Some(d - 1), Start::Shown)?,
+                _ => self.rows(root, req.depth, Start::Below)?,
+            });
         }
         if let Some(days) = req.older_than_days {
             let cutoff = std::time::SystemTime::now()
@@ -135,80 +229,14 @@ impl Memdir {
                     .then_with(|| a.canonical.cmp(&b.canonical))
             }),
         }
-        let total = rows.len();
-        let raw_cursor = req.cursor.unwrap_or("");
-        // Oldest first, a cursor is the last entry's time and path: `<ns>|<path>`.
-        let (after_ns, after) = match req.order {
-            ListOrder::Oldest if !raw_cursor.is_empty() => {
-                let parsed = raw_cursor
-                    .split_once('|')
-                    .and_then(|(ns, p)| Some((ns.parse::<u128>().ok()?, p)));
-                match parsed {
-                    Some((ns, p)) => (ns, p),
-                    None => {
-                        return Err(Error::InvalidArgument(format!(
-                            "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path and sort",
-                            text::head_chars(raw_cursor, 1100)
-                        )));
-                    }
-                }
-            }
-            _ => (0, raw_cursor),
-        };
-        // A cursor is the last path of the previous page: it lies in what is listed. An
-        // empty one means the first page, as in search and history.
-        if !after.is_empty() {
-            let inside = roots.iter().any(|root| {
-                let top = root.canonical();
-                let top = top.trim_end_matches('/');
-                after == top
-                    || after
-                        .strip_prefix(top)
-                        .is_some_and(|rest| rest.starts_with('/'))
-            });
-            if !inside {
-                return Err(Error::InvalidArgument(format!(
-                    "invalid cursor {:?}: pass the next_cursor of the previous memory_list page, with the same path",
-                    text::head_chars(after, 1100)
-                )));
-            }
-        }
-        let mut entries = Vec::new();
-        let mut used = 0usize;
-        let mut next_cursor = None;
-        let past = |r: &Row| match req.order {
-            ListOrder::Path => r.canonical.as_str() > after,
-            ListOrder::Oldest => {
-                raw_cursor.is_empty()
-                    || (nanos(r.modified), r.canonical.as_str()) > (after_ns, after)
-            }
-        };
-        let mut last: Option<&Row> = None;
-        for row in rows.iter().filter(|r| past(r)) {
-            if entries.len() == req.limit || used > self.settings.result_budget {
-                next_cursor = last.map(|r| match req.order {
-                    ListOrder::Path => r.canonical.clone(),
-                    ListOrder::Oldest => format!("{}|{}", nanos(r.modified), r.canonical),
-                });
-                break;
-            }
-            last = Some(row);
-            let entry = self.entry(row);
-            used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
-            entries.push(entry);
-        }
-        Ok(ListResult {
-            entries,
-            next_cursor,
-            total,
-        })
+        Ok(rows)
     }
 
     /// The folder at `raw` with its visible entries up to `depth` levels down (1 = its
     /// immediate children). A file is [`Error::NotAFolder`].
     pub fn tree(&self, raw: &str, depth: usize) -> Result<Tree> {
         let start = self.path(raw)?;
-        let mut rows = self.rows(&start, Some(depth.max(1)), true)?;
+        let mut rows = self.rows(&start, Some(depth.max(1)), Start::Shown)?;
         if rows.first().is_none_or(|r| !r.is_dir || r.path != start) {
             return Err(Error::NotAFolder {
                 path: start.canonical(),
@@ -232,8 +260,8 @@ impl Memdir {
 
     /// The rows under `start`: itself if it is a file; else its entries (files only when
     /// recursive, files and rolled-up folders up to `depth`; `Some(0)` = none).
-    /// `with_self` adds `start` as a rolled-up folder.
-    fn rows(&self, start: &MemPath, depth: Option<usize>, with_self: bool) -> Result<Vec<Row>> {
+    /// [`Start::Shown`] adds `start` as a rolled-up folder.
+    fn rows(&self, start: &MemPath, depth: Option<usize>, with: Start) -> Result<Vec<Row>> {
         let store = self.store(start);
         let meta = store.metadata(start)?.ok_or_else(|| Error::NotFound {
             path: start.canonical(),
@@ -251,7 +279,7 @@ impl Memdir {
         let walked = store.walk(start, None)?;
         let base = start.segments.len();
         // Only folder rows show roll-ups: a recursive listing of files needs none.
-        let rollup = if depth.is_some() || with_self {
+        let rollup = if depth.is_some() || with == Start::Shown {
             rollup(&walked, base)
         } else {
             HashMap::new()
@@ -271,7 +299,7 @@ impl Memdir {
             }
         };
         let mut rows = Vec::new();
-        if with_self {
+        if with == Start::Shown {
             rows.push(folder_row(start));
         }
         for e in &walked {

@@ -131,11 +131,11 @@ pub(crate) struct Current {
 }
 
 impl Memdir {
-    pub fn open(configs: &[StoreConfig], settings: Settings) -> anyhow::Result<Memdir> {
+    pub fn open(configs: &[StoreConfig], settings: Settings) -> Result<Memdir> {
         let mut stores = configs
             .iter()
             .map(Store::open)
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .collect::<Result<Vec<_>>>()?;
         for store in &mut stores {
             store.set_intents(settings.history);
         }
@@ -396,11 +396,7 @@ fn resolve_range(range: Option<(i64, i64)>, total: usize) -> Result<(usize, usiz
     let Some((start, end)) = range else {
         return Ok((1, total));
     };
-    let bad = |why: String| {
-        Err(Error::InvalidArgument(format!(
-            "invalid view_range [{start}, {end}]: {why}"
-        )))
-    };
+    let bad = |why: String| Err(Error::ViewRange { start, end, why });
     if start < 1 {
         return bad("lines are numbered from 1".into());
     }

@@ -6,7 +6,7 @@
 use super::sync::Change;
 use super::{Current, Memdir};
 use crate::edit::{self, Edited};
-use crate::error::{Error, Result};
+use crate::error::{Error, MoveFault, Result};
 use crate::history::{self, Draft, Op};
 use crate::path::MemPath;
 use crate::secrets;
@@ -140,16 +140,12 @@ impl Memdir {
         let record = history::records(store)?
             .into_iter()
             .find(|r| r.version == version)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "/{} has no version {version}; see memory_history",
-                    store.name
-                ))
+            .ok_or_else(|| Error::NoSuchVersion {
+                store: store.name.clone(),
+                version,
             })?;
         if record.redacted {
-            return Err(Error::InvalidArgument(format!(
-                "version {version} was redacted; its content is gone"
-            )));
+            return Err(Error::RedactedVersion { version });
         }
         let bytes = self
             .history_content(p.store, &record.sha256)?
@@ -419,17 +415,15 @@ impl Memdir {
     ) -> Result<EditResult> {
         let to = self.mutable_path(new_path)?;
         if to.store != from.store {
-            return Err(Error::InvalidArgument(format!(
-                "cannot move `{}` to another store (`{}`); write it there and delete the original",
-                from.canonical(),
-                to.canonical()
-            )));
+            return Err(Error::Move(MoveFault::AcrossStores {
+                from: from.canonical(),
+                to: to.canonical(),
+            }));
         }
         if to == *from {
-            return Err(Error::InvalidArgument(format!(
-                "new_path is the same as path (`{}`)",
-                from.canonical()
-            )));
+            return Err(Error::Move(MoveFault::OntoItself {
+                path: from.canonical(),
+            }));
         }
         let store = self.store(from);
         let mut rec = self.recorder(from)?;
@@ -440,9 +434,7 @@ impl Memdir {
         let mut moving = Vec::new();
         let moved = if kind == EntryKind::Dir {
             if expected.is_some() {
-                return Err(Error::InvalidArgument(
-                    "expected_sha256 applies to files, not folders".into(),
-                ));
+                return Err(Error::Sha256OnFolder);
             }
             for entry in store
                 .walk(from, None)?
@@ -568,9 +560,7 @@ impl Memdir {
         let mut deleted_files = Vec::new();
         if kind == EntryKind::Dir {
             if expected.is_some() {
-                return Err(Error::InvalidArgument(
-                    "expected_sha256 applies to files, not folders".into(),
-                ));
+                return Err(Error::Sha256OnFolder);
             }
             let mut entries = store.walk_everything(&p)?;
             for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
@@ -726,10 +716,9 @@ fn normalise_sha(s: &str) -> Result<String> {
     if s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         Ok(s.to_ascii_lowercase())
     } else {
-        Err(Error::InvalidArgument(format!(
-            "expected_sha256 must be 64 hex characters (the content_sha256 from memory_read or memory_list), got `{}`",
-            s.chars().take(80).collect::<String>()
-        )))
+        Err(Error::MalformedSha256 {
+            got: s.chars().take(80).collect(),
+        })
     }
 }
 

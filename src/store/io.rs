@@ -15,7 +15,7 @@ use cap_std::fs::{Dir, OpenOptions};
 
 use super::platform::{self, dir_options, sync_dir};
 use super::{EntryKind, FolderStore, Stamp, TEMP_DIR, TEMP_PREFIX, map_io, rel_path, release};
-use crate::error::{Error, Result};
+use crate::error::{Error, MoveFault, Result};
 use crate::path::MemPath;
 
 /// Largest file the server will read at all (people may put big files in a store; agents
@@ -205,11 +205,10 @@ impl FolderStore {
             Some(_) => {}
         }
         if to.starts_with(from) {
-            return Err(Error::InvalidArgument(format!(
-                "cannot move `{}` into itself (`{}`)",
-                from.canonical(),
-                to.canonical()
-            )));
+            return Err(Error::Move(MoveFault::IntoItself {
+                from: from.canonical(),
+                to: to.canonical(),
+            }));
         }
         let to_parent = self.ensure_parent(to)?;
         platform::rename_noreplace(&from_parent, from_name, &to_parent, to_name)

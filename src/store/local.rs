@@ -37,14 +37,15 @@ pub struct FolderStore {
 impl FolderStore {
     /// Opens (and for writable stores, creates) the store directory. This is the one place
     /// that uses ambient authority: everything after goes through the handle.
-    pub fn open(name: &str, dir: &Path, read_only: bool) -> anyhow::Result<FolderStore> {
+    pub fn open(name: &str, dir: &Path, read_only: bool) -> Result<FolderStore> {
         if !read_only {
             std::fs::create_dir_all(dir).map_err(|e| {
-                anyhow::anyhow!("cannot create store folder {}: {e}", dir.display())
+                Error::Open(format!("cannot create store folder {}: {e}", dir.display()))
             })?;
         }
-        let handle = Dir::open_ambient_dir(dir, ambient_authority())
-            .map_err(|e| anyhow::anyhow!("cannot open store folder {}: {e}", dir.display()))?;
+        let handle = Dir::open_ambient_dir(dir, ambient_authority()).map_err(|e| {
+            Error::Open(format!("cannot open store folder {}: {e}", dir.display()))
+        })?;
         let host_key = std::fs::canonicalize(dir)
             .unwrap_or_else(|_| dir.to_owned())
             .to_string_lossy()

@@ -55,7 +55,7 @@ macro_rules! each {
 impl Store {
     /// Opens the store where `config` says it is (creating a writable folder, or memdir's
     /// tables in the database).
-    pub fn open(config: &StoreConfig) -> anyhow::Result<Store> {
+    pub fn open(config: &StoreConfig) -> Result<Store> {
         let engine = match &config.location {
             Location::Folder(dir) => {
                 Engine::Folder(FolderStore::open(&config.name, dir, config.read_only)?)
@@ -301,6 +301,16 @@ impl Watcher {
                 overflow: true,
                 ..Changes::default()
             },
+        }
+    }
+
+    /// What the caller found at `path` (`None`: nothing) when it acted on a change this
+    /// watcher reported. A watcher that compares looks takes it as its last look at
+    /// `path`, so that a change made between its walk and the caller's read, and undone
+    /// before the next walk, is reported again rather than lost.
+    pub fn observed(&mut self, path: &MemPath, found: Option<&EntryMeta>) {
+        if let Watcher::Folder(w) = self {
+            w.observed(path, found);
         }
     }
 }

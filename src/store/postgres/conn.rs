@@ -151,7 +151,7 @@ impl r2d2::ManageConnection for Manager {
 }
 
 /// The pool for `url`; connects lazily (the first call says whether the database is there).
-pub fn pool(url: &str) -> anyhow::Result<Pool> {
+pub fn pool(url: &str) -> crate::Result<Pool> {
     let (config, tls) = config(url)?;
     let last_error = Arc::new(Mutex::new(None));
     let pool = r2d2::Pool::builder()
@@ -173,20 +173,20 @@ pub fn pool(url: &str) -> anyhow::Result<Pool> {
 
 /// The connection settings of `url`, with the password from `PGPASSWORD` or the password
 /// file when the URL has none (as libpq does), and the TLS its `sslmode` asks for.
-fn config(url: &str) -> anyhow::Result<(postgres::Config, MakeRustlsConnect)> {
-    let (url_rest, tls) =
-        super::tls::from_url(url).map_err(|e| anyhow::anyhow!("{}: {e}", redact_url(url)))?;
+fn config(url: &str) -> crate::Result<(postgres::Config, MakeRustlsConnect)> {
+    let (url_rest, tls) = super::tls::from_url(url)
+        .map_err(|e| crate::Error::Open(format!("{}: {e}", redact_url(url))))?;
     let mut config = postgres::Config::from_str(&url_rest).map_err(|e| {
-        anyhow::anyhow!(
+        crate::Error::Open(format!(
             "{} is not a PostgreSQL URL memdir can use ({e}); write postgresql://USER@HOST:PORT/DATABASE or postgresql://USER@/DATABASE?host=/socket/folder",
             redact_url(url)
-        )
+        ))
     })?;
     if config.get_dbname().is_none() {
-        anyhow::bail!(
+        return Err(crate::Error::Open(format!(
             "{} names no database; write postgresql://USER@HOST:PORT/DATABASE",
             redact_url(url)
-        );
+        )));
     }
     config.ssl_mode(tls.mode);
     if config.get_connect_timeout().is_none() {

@@ -28,7 +28,7 @@ use std::thread::ThreadId;
 use std::time::{Duration, SystemTime};
 
 use super::{Changes, EntryKind, EntryMeta, FileData, Stamp, WalkEntry, WriteMode, visible_name};
-use crate::error::{Error, Result};
+use crate::error::{Error, MoveFault, Result};
 use crate::path::MemPath;
 
 pub use conn::redact_url;
@@ -107,16 +107,17 @@ impl PgStore {
     /// store `name` from them. A database that refuses (authentication, no such database,
     /// a newer schema) stops the start; one that cannot be reached right now does not: the
     /// store answers each call with an error until the database is back, then migrates.
-    pub fn open(name: &str, url: &str, read_only: bool) -> anyhow::Result<PgStore> {
+    pub fn open(name: &str, url: &str, read_only: bool) -> Result<PgStore> {
         let pool = conn::pool(url)?;
         let at = || format!("store `{name}` ({})", redact_url(url));
         let ready = match pool.connect_now() {
             Ok(mut c) => {
-                schema::migrate(&mut c, read_only).map_err(|e| anyhow::anyhow!("{}: {e}", at()))?;
+                schema::migrate(&mut c, read_only)
+                    .map_err(|e| Error::Open(format!("{}: {e}", at())))?;
                 true
             }
             Err(e) if e.as_db_error().is_some() => {
-                anyhow::bail!("{}: {}", at(), conn::describe(&e))
+                return Err(Error::Open(format!("{}: {}", at(), conn::describe(&e))));
             }
             Err(e) => {
                 tracing::warn!(
@@ -489,11 +490,10 @@ impl PgStore {
             path: from.canonical(),
         })?;
         if to.starts_with(from) {
-            return Err(Error::InvalidArgument(format!(
-                "cannot move `{}` into itself (`{}`)",
-                from.canonical(),
-                to.canonical()
-            )));
+            return Err(Error::Move(MoveFault::IntoItself {
+                from: from.canonical(),
+                to: to.canonical(),
+            }));
         }
         if self.entry_kind(to)?.is_some() {
             return Err(Error::AlreadyExists {

@@ -40,56 +40,69 @@ CREATE FUNCTION memdir_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
 pub const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Brings the database's schema to [`VERSION`] (a read-only store only checks it).
-pub fn migrate(conn: &mut Conn, read_only: bool) -> anyhow::Result<()> {
+/// Errors are words for the start-up message (the caller names the store).
+pub fn migrate(conn: &mut Conn, read_only: bool) -> Result<(), String> {
     let found = version(conn)?;
     if found == VERSION {
         return Ok(());
     }
     check_not_newer(found)?;
     if read_only {
-        anyhow::bail!(
+        return Err(format!(
             "the database holds no memdir tables (schema version {found}, this memdir writes {VERSION}); serve the store read-write once to create them"
-        );
+        ));
     }
     let client = &mut conn.client;
-    let mut tx = client.transaction()?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS memdir_schema (version integer NOT NULL)")?;
+    let mut tx = client.transaction().map_err(said)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])
+        .map_err(said)?;
+    tx.batch_execute("CREATE TABLE IF NOT EXISTS memdir_schema (version integer NOT NULL)")
+        .map_err(said)?;
     let found: i32 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])?
+        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])
+        .map_err(said)?
         .get(0);
     check_not_newer(found)?;
     for (n, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        tx.batch_execute(sql)?;
+        tx.batch_execute(sql).map_err(said)?;
         tx.execute(
             "INSERT INTO memdir_schema (version) VALUES ($1)",
             &[&(n as i32 + 1)],
-        )?;
+        )
+        .map_err(said)?;
     }
-    tx.commit()?;
-    Ok(())
+    tx.commit().map_err(said)
+}
+
+/// What the database said, in the words of the start-up message.
+fn said(e: postgres::Error) -> String {
+    e.to_string()
 }
 
 /// The schema version in the database (0 when memdir has never used it).
-fn version(conn: &mut Conn) -> anyhow::Result<i32> {
-    let row = conn.client.query_one(
-        "SELECT CASE WHEN to_regclass('memdir_schema') IS NULL THEN 0 ELSE 1 END",
-        &[],
-    )?;
+fn version(conn: &mut Conn) -> Result<i32, String> {
+    let row = conn
+        .client
+        .query_one(
+            "SELECT CASE WHEN to_regclass('memdir_schema') IS NULL THEN 0 ELSE 1 END",
+            &[],
+        )
+        .map_err(said)?;
     if row.get::<_, i32>(0) == 0 {
         return Ok(0);
     }
     Ok(conn
         .client
-        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])?
+        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])
+        .map_err(said)?
         .get(0))
 }
 
-fn check_not_newer(found: i32) -> anyhow::Result<()> {
+fn check_not_newer(found: i32) -> Result<(), String> {
     if found > VERSION {
-        anyhow::bail!(
+        return Err(format!(
             "the database's memdir schema is version {found}, newer than this memdir knows (version {VERSION}); upgrade memdir on this machine"
-        );
+        ));
     }
     Ok(())
 }
