@@ -100,6 +100,10 @@ pub enum Error {
     /// refused (a URL memdir cannot use, authentication, a schema it cannot serve).
     #[error("{0}")]
     Open(String),
+    /// Something that should not happen did (a panicking task, a record that could not
+    /// be serialised); the message says what.
+    #[error("internal error {0}")]
+    Internal(String),
     /// A parameter is missing, contradictory or out of range (the cases above aside).
     #[error("{0}")]
     InvalidArgument(String),

@@ -137,8 +137,8 @@ impl MemdirServer {
             .await
             .unwrap_or_else(|e| {
                 tracing::error!(error = %e, "a tool operation failed unexpectedly");
-                Err(Error::InvalidArgument(
-                    "internal error while running the tool; nothing acknowledged was lost, please retry".into(),
+                Err(Error::Internal(
+                    "while running the tool; nothing acknowledged was lost, please retry".into(),
                 ))
             })
     }
