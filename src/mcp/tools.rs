@@ -13,11 +13,11 @@ use super::params::{
 use super::schema::{input, output};
 use super::{MemdirServer, answer};
 use crate::error::Error;
-use crate::index::Order;
 use crate::memory::{
     EditOp, EditRequest, HistoryRequest, ListOrder, ListRequest, RestoreRequest, SearchRequest,
     WriteRequest,
 };
+use crate::search::index::Order;
 
 const DEFAULT_LIST_LIMIT: i64 = 200;
 const MAX_LIST_LIMIT: i64 = 1000;

@@ -6,8 +6,8 @@
 use super::Memdir;
 use super::sync::Progress;
 use crate::error::{Error, Result};
-use crate::index::{Combine, Order, Scope, Stamp};
 use crate::path::{MemPath, Target};
+use crate::search::index::{Combine, Order, Scope, Stamp};
 use crate::search::{Clause, DocMatch, Query, Scorer, shown_lines};
 use crate::store::EntryKind;
 use crate::text;

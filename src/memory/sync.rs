@@ -20,21 +20,12 @@ use std::time::Duration;
 use super::record::Recorder;
 use super::{Level, Memdir};
 use crate::error::{Error, Result};
-use crate::index::{Built, Index, IndexResult, IndexedDoc, Stamp, cache};
 use crate::path::MemPath;
+use crate::search::index::{Built, Index, IndexResult, IndexedDoc, Stamp};
+use crate::store::cache;
 use crate::store::{EntryKind, Store, Watcher};
 
-/// Where search indexes live.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum IndexLocation {
-    /// No index: every search scans the files.
-    Off,
-    /// The user's cache folder (`$XDG_CACHE_HOME/memdir` or `~/.cache/memdir`,
-    /// `~/Library/Caches/memdir`, `%LOCALAPPDATA%\memdir`): see `index::cache`.
-    UserCache,
-    /// Under this folder.
-    Dir(PathBuf),
-}
+pub use crate::store::IndexLocation;
 
 /// Reports progress of a long (re)index: `(files done, files to do)`.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
@@ -108,17 +99,14 @@ impl IndexSlot {
 impl Memdir {
     /// The database file of store `i`'s index, if indexing is on.
     pub fn index_path(&self, i: usize) -> Option<PathBuf> {
+        self.index_file(i).map(|f| f.db().to_owned())
+    }
+
+    fn index_file(&self, i: usize) -> Option<cache::IndexFile> {
         let store = &self.stores()[i];
-        let base = match &self.settings.index {
-            IndexLocation::Off => return None,
-            IndexLocation::Dir(dir) => dir.clone(),
-            IndexLocation::UserCache => cache::user_cache_dir().unwrap_or_else(|| {
-                PathBuf::from(store.host_key())
-                    .join(".memdir")
-                    .join("cache")
-            }),
-        };
-        Some(cache::db_path(&base, &store.name, store.host_key()))
+        self.settings
+            .index
+            .index_file(store, cache::user_cache_dir().as_deref())
     }
 
     /// Runs `f` on store `i`'s index, brought up to date first (reporting progress if that
@@ -144,11 +132,11 @@ impl Memdir {
             *slot = Slot::Closed;
         }
         if matches!(*slot, Slot::Closed) {
-            let db = self.index_path(i);
-            if let Some(db) = &db {
-                cache::record_store(db, self.stores()[i].host_key());
+            let file = self.index_file(i);
+            if let Some(file) = &file {
+                file.record_store();
             }
-            *slot = match db.map(|p| Index::open(&p)) {
+            *slot = match file.map(|f| Index::open(f.db())) {
                 Some(Ok(index)) => {
                     let why = match &index.built {
                         None => None,
@@ -156,7 +144,7 @@ impl Memdir {
                         Some(Built::Missing) => Some("there was none".to_owned()),
                         Some(Built::Format(old)) => Some(format!(
                             "its format changed (from {old} to {})",
-                            crate::index::FORMAT
+                            crate::search::index::FORMAT
                         )),
                         Some(Built::Damaged(e)) => Some(format!("it was damaged ({e})")),
                     };

@@ -2,6 +2,7 @@
 //! text into tokens, `query` parses what an agent typed, `rank` scores documents with
 //! BM25 and picks the lines to show.
 
+pub mod index;
 pub mod query;
 pub mod rank;
 pub mod tokenize;
