@@ -374,7 +374,7 @@ impl Index {
             })?
             .collect::<IndexResult<_>>()?;
         if idf_later && !scored.is_empty() {
-            let idf = fts_rank::idf(self.lengths.rows(), scored.len() as i64);
+            let idf = crate::search::bm25::idf(self.lengths.rows(), scored.len() as i64);
             for s in &mut scored {
                 s.0 *= idf;
             }
