@@ -5,10 +5,10 @@
 use std::collections::HashSet;
 
 use super::Memdir;
-use super::sync::Found;
 use crate::error::{Error, Result};
 use crate::history::{self, Op, Record};
 use crate::path::{MemPath, Target};
+use crate::search::fresh::Found;
 
 /// `memory_history`'s input.
 #[derive(Debug, Default)]

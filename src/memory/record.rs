@@ -260,21 +260,6 @@ impl Recorder<'_> {
         Ok(versions)
     }
 
-    /// Like [`commit`](Self::commit), with `work` (the index update: CPU) running on a
-    /// second thread while the append waits for the disk. Both finish before the store
-    /// lock is released, so index updates stay in mutation order across processes.
-    pub fn commit_while(mut self, work: impl FnOnce() + Send) -> Result<Vec<u64>> {
-        if self.records.is_empty() {
-            work();
-            return self.commit();
-        }
-        let versions = std::thread::scope(|s| {
-            s.spawn(work);
-            self.append()
-        });
-        self.finish_with(versions)
-    }
-
     fn append(&mut self) -> Vec<u64> {
         let Some(heads) = self.heads.as_mut() else {
             return Vec::new();

@@ -244,10 +244,8 @@ impl Memdir {
                 updated_after_ns: filters.after_ns,
                 updated_before_ns: filters.before_ns,
             };
-            let indexed = self.with_index(scope.store, progress, |synced| {
-                synced
-                    .index
-                    .query_page(&query.clauses, combine, &filter, filters.order, 0, need)
+            let indexed = self.with_index(scope.store, progress, |index| {
+                index.query_page(&query.clauses, combine, &filter, filters.order, 0, need)
             })?;
             match indexed {
                 Some(Ok(page)) => {

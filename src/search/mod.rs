@@ -10,6 +10,7 @@
 //! - `fresh`: keeping each store's index in step with its files.
 
 pub mod bm25;
+pub mod fresh;
 pub mod index;
 pub mod matching;
 pub mod query;
