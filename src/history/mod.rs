@@ -16,22 +16,30 @@
 //! describe. Nothing rewrites the log except redaction and retention, which move content
 //! to a surviving record of the same bytes before dropping it.
 //!
-//! Layout: `log` (records, their lines, the intent-then-append of a mutation), `heads`
+//! Layout: `log` (records, their lines, the intent-then-append of a mutation), `recorder`
+//! (one mutation's versions, under the store lock), `heads`
 //! (what a process knows of the log), `repair` (after a crash), `rewrite` (redaction and
-//! retention), `verify` (`memdir check`), `import` (an archive's history written in),
+//! retention), `verify` (`memdir check`), `import` (an archive's history written in), `archive` (the
+//! export/import format), `versions`
+//! (`memory_history`'s reading of the log),
 //! `base64` (non-UTF-8 content).
 
+pub mod archive;
 mod base64;
 mod heads;
 mod import;
 mod log;
+mod recorder;
 mod repair;
 mod rewrite;
 mod verify;
+pub mod versions;
 
 pub use heads::Heads;
 pub use import::{check_import, import_records};
 pub use log::{Draft, Op, Record, begin, commit, export_records, records};
+pub use recorder::EXTERNAL;
+pub(crate) use recorder::Recorder;
 pub use repair::{Repaired, repair};
 pub use rewrite::{Retention, prune, redact};
 pub use verify::{LogCheck, verify};

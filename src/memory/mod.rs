@@ -28,6 +28,7 @@ use crate::path::{self, MemPath, Target};
 use crate::store::{Store, StoreConfig};
 use crate::text;
 
+pub use crate::history::EXTERNAL;
 pub use crate::store::IndexLocation;
 pub use archive::ArchiveSummary;
 pub use check::StoreCheck;
@@ -36,7 +37,6 @@ pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use notice::{Level, Notice, Notices};
-pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::Progress;
 pub use upkeep::Expired;
