@@ -5,6 +5,7 @@
 //! - `tokenize`: the one tokenizer; `query`: what an agent typed, parsed;
 //! - `matching`: one document against a query (term frequencies, length, the lines to
 //!   show); `bm25`: the one BM25 (constants, term weight, IDFs, the scan's scorer);
+//!   `snippet`: a shown line cut to a readable length;
 //! - `index`: the SQLite FTS5 index (a disposable cache outside the store) and, in
 //!   `index/fts_rank.rs`, its ranking function;
 //! - `fresh`: keeping each store's index in step with its files.
@@ -14,6 +15,7 @@ pub mod fresh;
 pub mod index;
 pub mod matching;
 pub mod query;
+pub mod snippet;
 pub mod tokenize;
 
 pub use bm25::Scorer;

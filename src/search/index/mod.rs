@@ -380,6 +380,19 @@ impl Index {
             }
         }
         self.lengths.trim();
+        self.page(scored, order, offset, limit)
+    }
+
+    /// The page `offset..offset+limit` of every match's `(score, row id, key)` (lower is
+    /// better for both), with the count and the best score.
+    fn page(
+        &self,
+        mut scored: Vec<(f64, i64, i64)>,
+        order: Order,
+        offset: usize,
+        limit: usize,
+    ) -> IndexResult<Page> {
+        let recent = order == Order::Recent;
         let total = scored.len();
         let best = -scored.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
         let need = offset.saturating_add(limit).min(total);
@@ -400,6 +413,23 @@ impl Index {
             let cut = scored[need - 1].0;
             scored.retain(|s| s.0 <= cut);
         }
+        let mut page = self.rows(scored)?;
+        if recent {
+            page.sort_by(|a, b| {
+                (b.stamp.mtime_ns.cmp(&a.stamp.mtime_ns)).then_with(|| a.rel.cmp(&b.rel))
+            });
+        } else {
+            page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+        }
+        Ok(Page {
+            total,
+            best,
+            rows: page.into_iter().skip(offset).take(limit).collect(),
+        })
+    }
+
+    /// The documents of scored rows, as ranked hits (in no particular order).
+    fn rows(&self, scored: Vec<(f64, i64, i64)>) -> IndexResult<Vec<Ranked>> {
         let mut lookup = self
             .conn
             .prepare_cached("SELECT path, size, mtime_ns, ino FROM docs WHERE id = ?1")?;
@@ -420,18 +450,7 @@ impl Index {
                 .optional()?;
             page.extend(row);
         }
-        if recent {
-            page.sort_by(|a, b| {
-                (b.stamp.mtime_ns.cmp(&a.stamp.mtime_ns)).then_with(|| a.rel.cmp(&b.rel))
-            });
-        } else {
-            page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
-        }
-        Ok(Page {
-            total,
-            best,
-            rows: page.into_iter().skip(offset).take(limit).collect(),
-        })
+        Ok(page)
     }
 }
 
