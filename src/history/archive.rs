@@ -18,7 +18,7 @@ use std::io::{BufRead, Write};
 
 use serde::{Deserialize, Serialize};
 
-use super::Record;
+use super::log::Record;
 use crate::error::{Error, Result};
 
 const FORMAT: u64 = 1;

@@ -3,8 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::Op;
-use super::log::{LOG, Record, parse_log};
+use super::log::{LOG, Op, Record, parse_log};
 use crate::error::{Error, Result};
 use crate::store::Store;
 

@@ -16,7 +16,8 @@
 //! describe. Nothing rewrites the log except redaction and retention, which move content
 //! to a surviving record of the same bytes before dropping it.
 //!
-//! Layout: `log` (records, their lines, the intent-then-append of a mutation), `recorder`
+//! Layout: `log` (records and their lines), `append` (a mutation's intent, then its
+//! append), `recorder`
 //! (one mutation's versions, under the store lock), `heads`
 //! (what a process knows of the log), `repair` (after a crash), `rewrite` (redaction and
 //! retention), `verify` (`memdir check`), `import` (an archive's history written in), `archive` (the
@@ -24,6 +25,7 @@
 //! (`memory_history`'s reading of the log),
 //! `base64` (non-UTF-8 content).
 
+mod append;
 pub mod archive;
 mod base64;
 mod heads;
@@ -35,9 +37,10 @@ mod rewrite;
 mod verify;
 pub mod versions;
 
+pub use append::{begin, commit};
 pub use heads::Heads;
 pub use import::{check_import, import_records};
-pub use log::{Draft, Op, Record, begin, commit, export_records, records};
+pub use log::{Draft, Op, Record, export_records, records};
 pub use recorder::EXTERNAL;
 pub(crate) use recorder::Recorder;
 pub use repair::{Repaired, repair};

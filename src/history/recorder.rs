@@ -7,7 +7,9 @@
 
 use std::sync::MutexGuard;
 
-use super::{Draft, Heads, Op, Record};
+use super::append;
+use super::heads::Heads;
+use super::log::{Draft, Op, Record};
 use crate::error::Result;
 use crate::store::{Store, StoreLock};
 use crate::text;
@@ -102,7 +104,7 @@ impl<'m> Recorder<'m> {
             return Ok(());
         }
         let now = text::rfc3339_millis(std::time::SystemTime::now());
-        self.records = super::begin(
+        self.records = append::begin(
             self.store,
             &self.lock,
             heads,
@@ -145,7 +147,7 @@ impl<'m> Recorder<'m> {
         if self.records.is_empty() {
             return Vec::new();
         }
-        if let Err(e) = super::commit(self.store, &self.lock, heads, &self.records) {
+        if let Err(e) = append::commit(self.store, &self.lock, heads, &self.records) {
             // The mutation is durable; the intent stays and the next lock holder appends it.
             tracing::error!(error = %e, "could not append to the history log; it will be completed later");
         }

@@ -2,8 +2,9 @@
 //! lock: a torn last line is cut, and the intended records of an interrupted mutation are
 //! appended if the files are in the state they describe.
 
-use super::Heads;
-use super::log::{LOG, Record, append, parse};
+use super::append::append;
+use super::heads::Heads;
+use super::log::{LOG, Record, parse};
 use crate::error::Result;
 use crate::store::{Store, StoreLock};
 

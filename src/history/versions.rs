@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{Op, Record};
+use super::log::{Op, Record};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
 
