@@ -36,9 +36,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use memdir::index::{Combine, Index, IndexedDoc, Scope, Stamp};
 use memdir::memory::{IndexLocation, Memdir, SearchRequest, SearchResult, Settings, WriteRequest};
 use memdir::path::MemPath;
+use memdir::search::index::{Combine, Index, IndexedDoc, Scope, Stamp};
 use memdir::search::{Query, shown_lines};
 use memdir::store::StoreConfig;
 

@@ -14,12 +14,12 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
-use crate::index::cache;
 use crate::memory::{
     HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
 use crate::path::Target;
 use crate::render;
+use crate::store::cache;
 use open::Access;
 use stores::Env;
 

@@ -8,8 +8,8 @@
 //! - `memory`: the memory operations behind the tools (read, write, edit, delete, list,
 //!   search), independent of MCP.
 //! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
-//! - `search`: tokenizer, query language and BM25 ranking (no IO).
-//! - `index`: the SQLite FTS5 search index, a disposable cache outside the store.
+//! - `search`: tokenizer, query language, BM25 ranking, the SQLite FTS5 search index (a
+//!   disposable cache outside the store) and keeping it in step with the files.
 //! - `history`: the append-only version log and content objects of each store.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `render`: text the CLI and the MCP tools show alike (a memory read).
@@ -27,7 +27,6 @@ pub mod edit;
 pub mod error;
 pub mod frontmatter;
 pub mod history;
-pub mod index;
 pub mod mcp;
 pub mod memory;
 pub mod path;

@@ -54,14 +54,14 @@ fn only_the_store_touches_the_file_system() {
         &["store/", "mcp/transport/stdio/handles.rs"],
     );
     // The index creates the folder of its own database (outside the store); nothing else.
-    check(&["std::fs"], &["store/", "index/"]);
+    check(&["std::fs"], &["store/", "search/index/"]);
 }
 
 /// The index creates the folder of its database and deletes a damaged database (its own
 /// files: the path it was given, with SQLite's `-wal` and `-shm`); nothing else.
 #[test]
 fn the_index_only_creates_its_folder_and_removes_its_own_database() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/index/mod.rs");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/search/index/mod.rs");
     let text = std::fs::read_to_string(path).unwrap();
     let uses: Vec<&str> = text.lines().filter(|l| l.contains("std::fs")).collect();
     assert_eq!(uses.len(), 2, "{uses:?}");

@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use memdir::index::{Combine, Index, IndexedDoc, Scope, Stamp};
+use memdir::search::index::{Combine, Index, IndexedDoc, Scope, Stamp};
 use memdir::search::query::MAX_CLAUSES;
 use memdir::search::tokenize::{Mode, index_text, index_trigrams, is_cjk, tokenize, tokens};
 use memdir::search::{Clause, DocMatch, Query, best_lines};

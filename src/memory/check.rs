@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use super::Memdir;
 use crate::error::Error;
 use crate::history;
-use crate::index::Index;
 use crate::path::MemPath;
+use crate::search::index::Index;
 use crate::store::{EntryKind, Store, hidden_name};
 
 /// What `check` found in one store.

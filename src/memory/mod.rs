@@ -28,6 +28,8 @@ use crate::path::{self, MemPath, Target};
 use crate::store::{Store, StoreConfig};
 use crate::text;
 
+pub use crate::history::EXTERNAL;
+pub use crate::store::IndexLocation;
 pub use archive::ArchiveSummary;
 pub use check::StoreCheck;
 pub use feed::{Feed, FeedEvents};
@@ -35,9 +37,8 @@ pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use notice::{Level, Notice, Notices};
-pub use record::EXTERNAL;
 pub use search::{SearchHit, SearchRequest, SearchResult};
-pub use sync::{IndexLocation, Progress};
+pub use sync::Progress;
 pub use upkeep::Expired;
 pub use write::{
     DeleteResult, EditOp, EditRequest, EditResult, RestoreRequest, WriteRequest, WriteResult,
@@ -80,7 +81,7 @@ pub struct Memdir {
     names: Vec<String>,
     pub settings: Settings,
     /// Each store's search index in this process.
-    indexes: Vec<sync::IndexSlot>,
+    indexes: Vec<sync::StoreIndex>,
     /// What this process knows of each store's history log.
     heads: Vec<std::sync::Mutex<crate::history::Heads>>,
     /// What the operator should hear of (see `notice`).
@@ -141,7 +142,9 @@ impl Memdir {
         }
         let names = stores.iter().map(|s| s.name.clone()).collect();
         let memdir = Memdir {
-            indexes: sync::slots(stores.len()),
+            indexes: (settings.index.index_files(&stores).into_iter())
+                .map(sync::StoreIndex::new)
+                .collect(),
             heads: stores.iter().map(|_| Default::default()).collect(),
             stores,
             names,

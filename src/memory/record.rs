@@ -1,29 +1,14 @@
-//! Recording mutations in the store's history. A mutation takes a [`Recorder`]: it holds
-//! the store lock (so history appends of all processes are serialised), repairs what a
-//! crashed mutation left, and notes versions in three steps: `note` (content saved as an
-//! object), `begin` (intent written), `commit` (log appended).
-
-use std::sync::MutexGuard;
+//! The memory operations' hold on each store's history: taking a [`Recorder`] (the
+//! store lock, after repairing what a crashed mutation left, with its repairs sent as
+//! notices), redaction, start-up retention, and reading kept content.
 
 use super::{Level, Memdir};
 use crate::error::Result;
-use crate::history::{self, Draft, Heads, Op, Record};
+use crate::history::{self, EXTERNAL, Op, Record, Recorder};
+
 use crate::path::MemPath;
-use crate::store::{Store, StoreLock};
+use crate::store::Store;
 use crate::text;
-
-/// The actor of changes noticed on disk rather than made through memdir.
-pub const EXTERNAL: &str = "external";
-
-/// A mutation in progress: the store lock, and the versions it will record.
-pub(crate) struct Recorder<'m> {
-    store: &'m Store,
-    /// `None` when history is off.
-    heads: Option<MutexGuard<'m, Heads>>,
-    drafts: Vec<Draft>,
-    records: Vec<Record>,
-    lock: StoreLock,
-}
 
 impl Memdir {
     /// Takes `p`'s store lock for a mutation, first completing the history of any
@@ -43,13 +28,7 @@ impl Memdir {
         } else {
             None
         };
-        Ok(Recorder {
-            store,
-            heads,
-            drafts: Vec::new(),
-            records: Vec::new(),
-            lock,
-        })
+        Ok(Recorder::new(store, lock, heads))
     }
 
     /// Tells what a history repair put right.
@@ -160,142 +139,5 @@ impl Memdir {
             }
             Op::Created | Op::Modified => sha.as_deref() == Some(r.sha256.as_str()),
         }
-    }
-}
-
-impl Recorder<'_> {
-    /// Notes what is at `rel` before the mutation: if the history does not know this state
-    /// (a file never recorded, or changed or removed outside memdir), an `external`
-    /// version of it is recorded first, so the mutation can always be undone.
-    pub fn note_current(&mut self, rel: &str, current: Option<(&str, &[u8])>) -> Result<()> {
-        let Some(heads) = &self.heads else {
-            return Ok(());
-        };
-        let head = heads.head(rel);
-        let draft = match (head, current) {
-            (None, Some((sha, bytes))) => {
-                Some((Op::Created, sha.to_owned(), bytes.len() as u64, Some(bytes)))
-            }
-            (Some(h), Some((sha, bytes))) if h.op == Op::Deleted || h.sha256 != sha => {
-                let op = if h.op == Op::Deleted {
-                    Op::Created
-                } else {
-                    Op::Modified
-                };
-                Some((op, sha.to_owned(), bytes.len() as u64, Some(bytes)))
-            }
-            (Some(h), None) if h.op != Op::Deleted => {
-                Some((Op::Deleted, h.sha256.clone(), h.size, None))
-            }
-            _ => None,
-        };
-        if let Some((op, sha, size, bytes)) = draft {
-            self.drafts.push(Draft {
-                op,
-                path: rel.to_owned(),
-                from: None,
-                actor: EXTERNAL.to_owned(),
-                sha256: sha,
-                size,
-                bytes: bytes.map(<[u8]>::to_vec),
-                reason: None,
-            });
-        }
-        Ok(())
-    }
-
-    /// Adds the version this mutation makes; `bytes` is the content to keep (none for a
-    /// deletion or rename, whose content is already kept).
-    pub fn note(&mut self, mut draft: Draft, bytes: Option<&[u8]>) -> Result<()> {
-        if self.heads.is_none() {
-            return Ok(());
-        }
-        draft.bytes = bytes.map(<[u8]>::to_vec);
-        self.drafts.push(draft);
-        Ok(())
-    }
-
-    /// Writes the intent, just before the mutation touches the files.
-    pub fn begin(&mut self) -> Result<()> {
-        let Some(heads) = &self.heads else {
-            return Ok(());
-        };
-        if self.drafts.is_empty() {
-            return Ok(());
-        }
-        let now = text::rfc3339_millis(std::time::SystemTime::now());
-        self.records = history::begin(
-            self.store,
-            &self.lock,
-            heads,
-            std::mem::take(&mut self.drafts),
-            &now,
-        )?;
-        Ok(())
-    }
-
-    /// Appends the records after the mutation succeeded and ends it (a database commits
-    /// its transaction here); returns the versions made.
-    pub fn commit(mut self) -> Result<Vec<u64>> {
-        let versions = self.append();
-        self.finish_with(versions)
-    }
-
-    /// Ends a mutation that records nothing itself (redaction, retention, repair).
-    pub fn finish(self) -> Result<()> {
-        self.finish_with(Vec::new()).map(drop)
-    }
-
-    fn finish_with(self, versions: Vec<u64>) -> Result<Vec<u64>> {
-        let Recorder {
-            lock, mut heads, ..
-        } = self;
-        if let Err(e) = lock.finish() {
-            // Nothing was stored: what this process learnt of the log is wrong, re-read it.
-            if let Some(heads) = heads.as_mut() {
-                **heads = Heads::default();
-            }
-            return Err(e);
-        }
-        Ok(versions)
-    }
-
-    /// Like [`commit`](Self::commit), with `work` (the index update: CPU) running on a
-    /// second thread while the append waits for the disk. Both finish before the store
-    /// lock is released, so index updates stay in mutation order across processes.
-    pub fn commit_while(mut self, work: impl FnOnce() + Send) -> Result<Vec<u64>> {
-        if self.records.is_empty() {
-            work();
-            return self.commit();
-        }
-        let versions = std::thread::scope(|s| {
-            s.spawn(work);
-            self.append()
-        });
-        self.finish_with(versions)
-    }
-
-    fn append(&mut self) -> Vec<u64> {
-        let Some(heads) = self.heads.as_mut() else {
-            return Vec::new();
-        };
-        if self.records.is_empty() {
-            return Vec::new();
-        }
-        if let Err(e) = history::commit(self.store, &self.lock, heads, &self.records) {
-            // The mutation is durable; the intent stays and the next lock holder appends it.
-            tracing::error!(error = %e, "could not append to the history log; it will be completed later");
-        }
-        self.records
-            .iter()
-            .filter(|r| r.actor != EXTERNAL)
-            .map(|r| r.version)
-            .collect()
-    }
-
-    /// The mutation failed: drop the intent, or roll the transaction back (nothing
-    /// happened).
-    pub fn abandon(self) {
-        self.lock.abandon();
     }
 }

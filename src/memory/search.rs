@@ -6,9 +6,10 @@
 use super::Memdir;
 use super::sync::Progress;
 use crate::error::{Error, Result};
-use crate::index::{Combine, Order, Scope, Stamp};
 use crate::path::{MemPath, Target};
-use crate::search::{Clause, DocMatch, Query, Scorer, shown_lines};
+use crate::search::index::{Combine, Order, Scope, Stamp};
+use crate::search::snippet::clip;
+use crate::search::{DocMatch, Query, Scorer, shown_lines};
 use crate::store::EntryKind;
 use crate::text;
 
@@ -76,8 +77,6 @@ fn relative(score: f64, best: f64) -> f64 {
     }
 }
 
-/// Longest snippet line, in characters.
-const SNIPPET_LINE_CHARS: usize = 240;
 /// Re-runs of a query after finding stale hits, before showing what there is.
 const ATTEMPTS: usize = 3;
 
@@ -109,6 +108,19 @@ struct Filters<'a> {
     order: Order,
 }
 
+/// Where a page starts: the `next_cursor` of a previous search, or the first hit.
+fn cursor_offset(cursor: Option<&str>) -> Result<usize> {
+    match cursor {
+        None | Some("") => Ok(0),
+        Some(c) => c.parse::<usize>().map_err(|_| {
+            Error::InvalidArgument(format!(
+                "invalid cursor `{}`; pass the next_cursor of a previous search unchanged",
+                text::head_chars(c, 100)
+            ))
+        }),
+    }
+}
+
 /// A time filter's value in nanoseconds since the epoch, or an error naming `name`.
 fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
     raw.map(|r| {
@@ -126,15 +138,7 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
 
 impl Memdir {
     pub fn search(&self, req: &SearchRequest, progress: Progress) -> Result<SearchResult> {
-        let offset = match req.cursor {
-            None | Some("") => 0,
-            Some(c) => c.parse::<usize>().map_err(|_| {
-                Error::InvalidArgument(format!(
-                    "invalid cursor `{}`; pass the next_cursor of a previous search unchanged",
-                    text::head_chars(c, 100)
-                ))
-            })?,
-        };
+        let offset = cursor_offset(req.cursor)?;
         let filters = Filters {
             kind: req.kind,
             tag: req.tag,
@@ -144,18 +148,7 @@ impl Memdir {
             order: req.order,
         };
         let query = Query::parse(req.query);
-        let scopes: Vec<(MemPath, Option<String>)> = match self.target(req.path.unwrap_or("/"))? {
-            Target::AllStores => self
-                .stores()
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (MemPath::root(i, &s.name), None))
-                .collect(),
-            Target::Path(p) => {
-                let prefix = self.scope_prefix(&p)?;
-                vec![(p, prefix)]
-            }
-        };
+        let scopes = self.scopes(req.path)?;
         let mut result = SearchResult {
             hits: Vec::new(),
             total_hits: 0,
@@ -210,6 +203,22 @@ impl Memdir {
         Ok(result)
     }
 
+    /// Where to search: every store, or one path with its prefix in the index.
+    fn scopes(&self, path: Option<&str>) -> Result<Vec<(MemPath, Option<String>)>> {
+        Ok(match self.target(path.unwrap_or("/"))? {
+            Target::AllStores => self
+                .stores()
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (MemPath::root(i, &s.name), None))
+                .collect(),
+            Target::Path(p) => {
+                let prefix = self.scope_prefix(&p)?;
+                vec![(p, prefix)]
+            }
+        })
+    }
+
     /// `None` for a store root; `rel/` for a folder; `rel` for a file.
     fn scope_prefix(&self, p: &MemPath) -> Result<Option<String>> {
         if p.is_root() {
@@ -244,10 +253,8 @@ impl Memdir {
                 updated_after_ns: filters.after_ns,
                 updated_before_ns: filters.before_ns,
             };
-            let indexed = self.with_index(scope.store, progress, |synced| {
-                synced
-                    .index
-                    .query_page(&query.clauses, combine, &filter, filters.order, 0, need)
+            let indexed = self.with_index(scope.store, progress, |index| {
+                index.query_page(&query.clauses, combine, &filter, filters.order, 0, need)
             })?;
             match indexed {
                 Some(Ok(page)) => {
@@ -423,52 +430,5 @@ impl Memdir {
             Err(e @ Error::Database { .. }) => return Err(e),
             _ => Vec::new(),
         })
-    }
-}
-
-/// A line cut to a readable length: around the first place a query word appears in it
-/// (compared case-insensitively, character by character), else from its start.
-fn clip(line: &str, query: &Query) -> String {
-    let chars: Vec<char> = line.chars().collect();
-    if chars.len() <= SNIPPET_LINE_CHARS {
-        return line.to_owned();
-    }
-    // Folded one char for one, so a byte offset in `lower` is found by counting its chars;
-    // `str::find` is linear, where comparing windows cost line × word.
-    let lower: String = chars.iter().map(|c| fold(*c)).collect();
-    let found = query
-        .clauses
-        .iter()
-        .filter_map(|c| match c {
-            Clause::Term(w) | Clause::Prefix(w) | Clause::Run(w) => Some(w.as_str()),
-            Clause::Phrase(ws) => ws.first().map(String::as_str),
-        })
-        .filter_map(|w| {
-            let needle: String = w.chars().map(fold).collect();
-            (!needle.is_empty())
-                .then(|| lower.find(&needle))
-                .flatten()
-                .map(|at| lower[..at].chars().count())
-        })
-        .min();
-    let start = found.map_or(0, |at| at.saturating_sub(SNIPPET_LINE_CHARS / 3));
-    let start = start.min(chars.len() - SNIPPET_LINE_CHARS);
-    let end = start + SNIPPET_LINE_CHARS;
-    let mut s = String::new();
-    if start > 0 {
-        s.push('…');
-    }
-    s.extend(&chars[start..end]);
-    if end < chars.len() {
-        s.push('…');
-    }
-    s
-}
-
-/// A character as the index compares it, one for one: lower case, `ё` as `е`.
-fn fold(c: char) -> char {
-    match c.to_lowercase().next().unwrap_or(c) {
-        'ё' => 'е',
-        other => other,
     }
 }

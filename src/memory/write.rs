@@ -3,12 +3,12 @@
 //! precondition against the bytes on disk at that moment, changes the disk only through
 //! the store's durable writes, and records its versions.
 
-use super::sync::Change;
 use super::{Current, Memdir};
 use crate::edit::{self, Edited};
 use crate::error::{Error, MoveFault, Result};
 use crate::history::{self, Draft, Op};
 use crate::path::MemPath;
+use crate::search::fresh::Change;
 use crate::secrets;
 use crate::store::{EntryKind, WriteMode};
 use crate::text;
@@ -243,17 +243,14 @@ impl Memdir {
                 return Err(e);
             }
         };
-        let version = self
-            .commit_indexed(
-                rec,
-                p,
-                Change::Written {
-                    text: content,
-                    stamp,
-                },
-            )?
-            .last()
-            .copied();
+        let version = rec.commit()?.last().copied();
+        self.index_changed(
+            p,
+            Change::Written {
+                text: content,
+                stamp,
+            },
+        );
         Ok(WriteResult {
             path: p.canonical(),
             created: current.is_none(),
@@ -381,17 +378,14 @@ impl Memdir {
                     return Err(e);
                 }
             };
-            version = self
-                .commit_indexed(
-                    rec,
-                    &p,
-                    Change::Written {
-                        text: &new_text,
-                        stamp,
-                    },
-                )?
-                .last()
-                .copied();
+            version = rec.commit()?.last().copied();
+            self.index_changed(
+                &p,
+                Change::Written {
+                    text: &new_text,
+                    stamp,
+                },
+            );
         }
         Ok(EditResult {
             path: canonical,
@@ -493,19 +487,19 @@ impl Memdir {
                 other => other,
             });
         }
-        self.indexed(from, Change::Removed);
+        let version = rec.commit()?.last().copied();
+        self.index_changed(from, Change::Removed);
         match &moved {
             // A rename keeps the inode and mtime: the stamp moves with the file.
-            Some(cur) => self.indexed(
+            Some(cur) => self.index_changed(
                 &to,
                 Change::Written {
                     text: &cur.text,
                     stamp: cur.stamp,
                 },
             ),
-            None => self.indexed(&to, Change::Tree),
+            None => self.index_changed(&to, Change::Tree),
         }
-        let version = rec.commit()?.last().copied();
         let (content_sha256, size_bytes, file_count) = match moved {
             Some(cur) => (Some(cur.sha256), cur.text.len() as u64, None),
             None => (
@@ -607,9 +601,9 @@ impl Memdir {
                 store.remove_empty_dir(&p)
             })();
             // Whatever was removed is recorded (repair keeps the records that happened).
-            self.indexed(&p, Change::Removed);
             if let Err(e) = removed {
                 drop(rec);
+                self.index_changed(&p, Change::Removed);
                 return Err(e);
             }
             deleted_files.sort();
@@ -641,13 +635,14 @@ impl Memdir {
                 rec.abandon();
                 return Err(e);
             }
-            self.indexed(&p, Change::Removed);
             deleted_files.push(p.canonical());
         }
+        let versions = rec.commit()?;
+        self.index_changed(&p, Change::Removed);
         Ok(DeleteResult {
             path: p.canonical(),
             deleted_files,
-            versions: rec.commit()?,
+            versions,
         })
     }
 

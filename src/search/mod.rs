@@ -1,10 +1,23 @@
-//! Full-text search, fed `(path, text)` pairs: it does no IO of its own. `tokenize` cuts
-//! text into tokens, `query` parses what an agent typed, `rank` scores documents with
-//! BM25 and picks the lines to show.
+//! Everything about search, fed text and stamps by the stores it reads through; no other
+//! module tokenizes, matches or ranks.
+//!
+//! Layout:
+//! - `tokenize`: the one tokenizer; `query`: what an agent typed, parsed;
+//! - `matching`: one document against a query (term frequencies, length, the lines to
+//!   show); `bm25`: the one BM25 (constants, term weight, IDFs, the scan's scorer);
+//!   `snippet`: a shown line cut to a readable length;
+//! - `index`: the SQLite FTS5 index (a disposable cache outside the store) and, in
+//!   `index/fts_rank.rs`, its ranking function;
+//! - `fresh`: keeping each store's index in step with its files.
 
+pub mod bm25;
+pub mod fresh;
+pub mod index;
+pub mod matching;
 pub mod query;
-pub mod rank;
+pub mod snippet;
 pub mod tokenize;
 
+pub use bm25::Scorer;
+pub use matching::{DocMatch, best_lines, shown_lines};
 pub use query::{Clause, Query};
-pub use rank::{DocMatch, Scorer, best_lines, shown_lines};

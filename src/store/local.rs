@@ -43,9 +43,8 @@ impl FolderStore {
                 Error::Open(format!("cannot create store folder {}: {e}", dir.display()))
             })?;
         }
-        let handle = Dir::open_ambient_dir(dir, ambient_authority()).map_err(|e| {
-            Error::Open(format!("cannot open store folder {}: {e}", dir.display()))
-        })?;
+        let handle = Dir::open_ambient_dir(dir, ambient_authority())
+            .map_err(|e| Error::Open(format!("cannot open store folder {}: {e}", dir.display())))?;
         let host_key = std::fs::canonicalize(dir)
             .unwrap_or_else(|_| dir.to_owned())
             .to_string_lossy()

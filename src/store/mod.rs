@@ -9,6 +9,7 @@
 //! paths for macOS and Windows, forced on Linux by the `portable` feature). Layer 1 of the
 //! path policy is `crate::path`.
 
+pub mod cache;
 pub mod config;
 pub mod folder;
 mod io;
@@ -38,6 +39,7 @@ use std::time::SystemTime;
 use crate::error::Error;
 use crate::path::MemPath;
 
+pub use cache::{IndexFile, IndexLocation};
 pub use io::{FileData, WriteMode};
 pub use local::FolderStore;
 pub use lock::FolderLock;

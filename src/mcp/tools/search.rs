@@ -13,9 +13,9 @@ use super::answer::answer;
 use super::args::Args;
 use super::clamp;
 use super::schema::{input, output};
-use crate::index::Order;
 use crate::mcp::server::MemdirServer;
 use crate::memory::{SearchHit, SearchRequest, SearchResult};
+use crate::search::index::Order;
 
 const DEFAULT_SEARCH_LIMIT: i64 = 10;
 const MAX_SEARCH_LIMIT: i64 = 100;

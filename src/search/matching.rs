@@ -1,5 +1,6 @@
-//! Matching and ranking: per-clause term frequencies of one document, BM25 over a set of
-//! documents, and the best matching lines of a hit for its snippet.
+//! Matching one document against a query, in one pass of the tokenizer: per-clause term
+//! frequencies and the document's length (what BM25 needs, see `bm25`), and the best
+//! matching lines of a hit for its snippet.
 
 use std::collections::HashMap;
 
@@ -27,7 +28,7 @@ impl DocMatch {
 
     /// Matches `query` against a whole document.
     pub fn of(query: &Query, text: &str) -> DocMatch {
-        Pass::run(query, text, true).doc
+        Pass::run(query, text, Need::Length).doc
     }
 }
 
@@ -41,34 +42,54 @@ struct Pass<'t> {
     lines: Vec<&'t str>,
 }
 
+/// What a pass over a document must count besides the clauses' occurrences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Need {
+    /// The document's length in tokens (BM25 needs it).
+    Length,
+    /// Only the lines the clauses occur on (showing lines needs no length).
+    Lines,
+}
+
+/// Where the words of the query's phrases occur: global position → (word, line).
+type Positions = HashMap<u32, (usize, usize)>;
+
 impl<'t> Pass<'t> {
-    /// `length`: count the document's tokens (BM25 needs them; showing lines does not).
-    fn run(query: &Query, text: &'t str, length: bool) -> Pass<'t> {
+    fn run(query: &Query, text: &'t str, need: Need) -> Pass<'t> {
         let clauses = &query.clauses;
-        let mut tf = vec![0u32; clauses.len()];
-        let mut hits = Vec::new();
-        let mut lines = Vec::new();
-        // The phrases' words, deduplicated, and where each occurs: global position →
-        // (word, line).
-        let mut words: Vec<&str> = Vec::new();
-        for c in clauses {
-            if let Clause::Phrase(ws) = c {
-                for w in ws {
-                    if !words.contains(&w.as_str()) {
-                        words.push(w);
-                    }
-                }
-            }
-        }
-        let mut at: HashMap<u32, (usize, usize)> = HashMap::new();
+        let words = phrase_words(clauses);
+        let mut pass = Pass {
+            doc: DocMatch {
+                tf: vec![0u32; clauses.len()],
+                len: 0,
+            },
+            hits: Vec::new(),
+            lines: Vec::new(),
+        };
+        let at = pass.read_lines(clauses, text, &words, need);
+        pass.count_phrases(clauses, &words, &at);
+        pass
+    }
+
+    /// Counts terms, prefixes and CJK runs line by line, and the document's length;
+    /// returns where the phrases' words occur.
+    fn read_lines(
+        &mut self,
+        clauses: &[Clause],
+        text: &'t str,
+        words: &[&str],
+        need: Need,
+    ) -> Positions {
+        let mut at = Positions::new();
         let runs = clauses.iter().any(|c| matches!(c, Clause::Run(_)));
         // A query of CJK words alone is matched on the runs: no tokens needed.
-        let tokens = length || clauses.iter().any(|c| !matches!(c, Clause::Run(_)));
+        let tokens = need == Need::Length || clauses.iter().any(|c| !matches!(c, Clause::Run(_)));
+        let (tf, hits) = (&mut self.doc.tf, &mut self.hits);
         // A newline ends every token (it is neither a word nor a CJK character), so line
         // by line the tokenizer gives the document's tokens, positions counted on.
         let mut base = 0u32;
         for (li, line) in text.lines().enumerate() {
-            lines.push(line);
+            self.lines.push(line);
             let mut count = 0u32;
             let mut each = |t: &str, pos: u32, tail: bool| {
                 for (ci, c) in clauses.iter().enumerate() {
@@ -106,6 +127,12 @@ impl<'t> Pass<'t> {
                 });
             }
         }
+        self.doc.len = base;
+        at
+    }
+
+    /// Counts each phrase where its words stand in order at consecutive positions.
+    fn count_phrases(&mut self, clauses: &[Clause], words: &[&str], at: &Positions) {
         for (ci, c) in clauses.iter().enumerate() {
             let Clause::Phrase(ws) = c else { continue };
             let ids: Vec<usize> = ws
@@ -113,7 +140,7 @@ impl<'t> Pass<'t> {
                 .filter_map(|w| words.iter().position(|x| x == w))
                 .collect();
             let Some(&first) = ids.first() else { continue };
-            for (&p, &(wi, li)) in &at {
+            for (&p, &(wi, li)) in at {
                 if wi != first {
                     continue;
                 }
@@ -125,17 +152,12 @@ impl<'t> Pass<'t> {
                     })
                 });
                 if whole {
-                    tf[ci] += 1;
+                    self.doc.tf[ci] += 1;
                     if last_line == li {
-                        hits.push((li, ci));
+                        self.hits.push((li, ci));
                     }
                 }
             }
-        }
-        Pass {
-            doc: DocMatch { tf, len: base },
-            hits,
-            lines,
         }
     }
 
@@ -170,6 +192,21 @@ impl<'t> Pass<'t> {
     }
 }
 
+/// The words of the query's phrases, each once.
+fn phrase_words(clauses: &[Clause]) -> Vec<&str> {
+    let mut words: Vec<&str> = Vec::new();
+    for c in clauses {
+        if let Clause::Phrase(ws) = c {
+            for w in ws {
+                if !words.contains(&w.as_str()) {
+                    words.push(w);
+                }
+            }
+        }
+    }
+    words
+}
+
 /// How often `needle` occurs in `hay`, overlapping occurrences included (each start counts,
 /// as each first trigram of a run of trigrams does).
 fn occurrences(hay: &str, needle: &str) -> usize {
@@ -185,46 +222,11 @@ fn occurrences(hay: &str, needle: &str) -> usize {
     n
 }
 
-/// BM25 over a collection, from its document frequencies.
-#[derive(Debug)]
-pub struct Scorer {
-    idf: Vec<f64>,
-    avg_len: f64,
-}
-
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
-
-impl Scorer {
-    /// `df[i]` = documents containing clause `i`; `docs` = documents in the collection.
-    pub fn new(df: &[u32], docs: u64, total_len: u64) -> Scorer {
-        let n = docs.max(1) as f64;
-        Scorer {
-            idf: df
-                .iter()
-                .map(|&d| (1.0 + (n - d as f64 + 0.5) / (d as f64 + 0.5)).ln())
-                .collect(),
-            avg_len: (total_len as f64 / n).max(1.0),
-        }
-    }
-
-    pub fn score(&self, m: &DocMatch) -> f64 {
-        let norm = K1 * (1.0 - B + B * m.len as f64 / self.avg_len);
-        m.tf.iter()
-            .zip(&self.idf)
-            .map(|(&tf, idf)| {
-                let tf = tf as f64;
-                idf * tf * (K1 + 1.0) / (tf + norm)
-            })
-            .sum()
-    }
-}
-
 /// Up to `max` lines that best match `query` (most distinct clauses first), returned in
 /// line order as `(1-based line number, line)`. The first line returned with the most
 /// clauses is the hit's line; it is also returned separately.
 pub fn best_lines<'t>(query: &Query, text: &'t str, max: usize) -> (usize, Vec<(usize, &'t str)>) {
-    Pass::run(query, text, false).best_lines(max)
+    Pass::run(query, text, Need::Lines).best_lines(max)
 }
 
 /// What a search shows of a hit, from one pass over its text: [`best_lines`], or `None`
@@ -234,7 +236,7 @@ pub fn shown_lines<'t>(
     text: &'t str,
     max: usize,
 ) -> Option<(usize, Vec<(usize, &'t str)>)> {
-    let pass = Pass::run(query, text, false);
+    let pass = Pass::run(query, text, Need::Lines);
     pass.doc.any().then(|| pass.best_lines(max))
 }
 
@@ -264,18 +266,6 @@ mod tests {
             [1],
             "phrase across a run end"
         );
-    }
-
-    #[test]
-    fn dense_documents_rank_higher() {
-        let q = Query::parse("memory");
-        let dense = DocMatch::of(&q, "memory memory memory notes");
-        let once = DocMatch::of(
-            &q,
-            "memory and many other words in a much longer note about things",
-        );
-        let scorer = Scorer::new(&[2], 10, dense.len as u64 + once.len as u64);
-        assert!(scorer.score(&dense) > scorer.score(&once));
     }
 
     #[test]

@@ -15,9 +15,10 @@
 //!    function leaves the IDF out and the caller multiplies it in afterwards ([`idf`]):
 //!    one positive factor, so ranks and ties are unchanged and the product is bit-exact.
 //!
-//! Everything else is `bm25()` itself: k1 = 1.2, b = 0.75, `avgdl` from the table totals
-//! once per query, term frequency summed with the column weights. The test below checks
-//! scores equal to `bm25()` across clause kinds, filters and updates.
+//! Everything else is `bm25()` itself (the constants and term weight of `search::bm25`),
+//! `avgdl` from the table totals once per query, term frequency summed with the column
+//! weights. The index's tests check scores equal to `bm25()` across clause kinds, filters
+//! and updates.
 //!
 //! This is the one module with FFI in the index: the FTS5 extension API is C, and
 //! rusqlite has no safe wrapper for it. Every `unsafe` block states why it holds.
@@ -30,6 +31,8 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, ffi};
 
+use crate::search::bm25::{self, idf};
+
 /// The SQL name of the function: `memdir_rank(fts, mode)`.
 pub const NAME: &str = "memdir_rank";
 /// Mode: compute every phrase's IDF in the function, as `bm25()` does.
@@ -37,18 +40,8 @@ pub const IDF_HERE: i32 = 0;
 /// Mode: leave the IDF out; the caller multiplies by [`idf`] of the rows it got.
 pub const IDF_LATER: i32 = 1;
 
-/// BM25 constants, as FTS5's `bm25()`.
-const K1: f64 = 1.2;
-const B: f64 = 0.75;
 /// Column weights: `body` and `tri` fully, `tail` (lone CJK characters) a little.
 pub const WEIGHTS: [f64; 3] = [1.0, 0.2, 1.0];
-
-/// BM25's inverse document frequency as FTS5 computes it: `hits` of `rows` documents hold
-/// the phrase; a phrase in more than half of them gets a tiny positive weight.
-pub fn idf(rows: i64, hits: i64) -> f64 {
-    let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-    if idf <= 0.0 { 1e-6 } else { idf }
-}
 
 /// Document lengths in tokens by row id, as FTS5 counts them, filled as queries meet
 /// documents; and the table's row count at the last query that scored anything.
@@ -303,7 +296,7 @@ unsafe fn score(
                     .unwrap_or(1.0);
                 call!(api, xPhraseNext(fts, &mut iter, &mut col, &mut off));
             }
-            score += idf * ((freq * (K1 + 1.0)) / (freq + K1 * (1.0 - B + B * d / query.avgdl)));
+            score += idf * bm25::term_weight(freq, d, query.avgdl);
         }
         Ok(-score)
     }

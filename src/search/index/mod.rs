@@ -7,8 +7,7 @@
 //! positions are our positions and phrase queries stay exact. Several processes write
 //! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
 
-pub mod cache;
-mod rank;
+mod fts_rank;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -88,8 +87,8 @@ pub enum Combine {
 pub struct Index {
     conn: Connection,
     pub path: PathBuf,
-    /// Document lengths remembered by [`rank`]'s ranking function.
-    lengths: Arc<rank::Lengths>,
+    /// Document lengths remembered by [`fts_rank`]'s ranking function.
+    lengths: Arc<fts_rank::Lengths>,
     /// Whether opening it built it from scratch, and why.
     pub built: Option<Built>,
 }
@@ -145,8 +144,8 @@ impl Index {
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
-        let lengths = Arc::new(rank::Lengths::default());
-        rank::register(&conn, lengths.clone())?;
+        let lengths = Arc::new(fts_rank::Lengths::default());
+        fts_rank::register(&conn, lengths.clone())?;
         let mut index = Index {
             conn,
             path: db.to_owned(),
@@ -259,7 +258,7 @@ impl Index {
     }
 
     /// Forgets remembered document lengths if the index was rebuilt since (see
-    /// [`rank::Lengths::check_schema`]).
+    /// [`fts_rank::Lengths::check_schema`]).
     fn check_schema(&self) -> IndexResult<()> {
         let version: i64 = self
             .conn
@@ -273,7 +272,11 @@ impl Index {
     /// Returns how many documents it saw.
     pub fn learn_lengths(&self) -> IndexResult<usize> {
         self.check_schema()?;
-        let sql = format!("SELECT {}(fts, {}) FROM fts", rank::NAME, rank::IDF_LATER);
+        let sql = format!(
+            "SELECT {}(fts, {}) FROM fts",
+            fts_rank::NAME,
+            fts_rank::IDF_LATER
+        );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut rows = stmt.query([])?;
         let mut n = 0;
@@ -286,7 +289,7 @@ impl Index {
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
-    /// One FTS5 pass scores every match (BM25, by [`rank`]'s `memdir_rank`) and counts
+    /// One FTS5 pass scores every match (BM25, by [`fts_rank`]'s `memdir_rank`) and counts
     /// them; the page is picked here, not by an SQL sort, and only its documents are
     /// looked up. `docs` is joined only to filter.
     pub fn query(
@@ -338,9 +341,9 @@ impl Index {
         // so its IDF is known from their count and need not cost FTS5 a second pass.
         let idf_later = clauses.len() == 1 && filter.is_empty();
         let mode = if idf_later {
-            rank::IDF_LATER
+            fts_rank::IDF_LATER
         } else {
-            rank::IDF_HERE
+            fts_rank::IDF_HERE
         };
         let recent = order == Order::Recent;
         // The page is chosen by `key` (lower is first): the score, or for the most recent
@@ -349,13 +352,13 @@ impl Index {
         let sql = if filter.is_empty() && !recent {
             format!(
                 "SELECT rowid, {}(fts, {mode}) FROM fts WHERE fts MATCH ?1",
-                rank::NAME
+                fts_rank::NAME
             )
         } else {
             format!(
                 "SELECT fts.rowid, {}(fts, {mode}), {key} FROM fts JOIN docs ON docs.id = fts.rowid
                  WHERE fts MATCH ?1{filter}",
-                rank::NAME
+                fts_rank::NAME
             )
         };
         let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
@@ -371,12 +374,25 @@ impl Index {
             })?
             .collect::<IndexResult<_>>()?;
         if idf_later && !scored.is_empty() {
-            let idf = rank::idf(self.lengths.rows(), scored.len() as i64);
+            let idf = crate::search::bm25::idf(self.lengths.rows(), scored.len() as i64);
             for s in &mut scored {
                 s.0 *= idf;
             }
         }
         self.lengths.trim();
+        self.page(scored, order, offset, limit)
+    }
+
+    /// The page `offset..offset+limit` of every match's `(score, row id, key)` (lower is
+    /// better for both), with the count and the best score.
+    fn page(
+        &self,
+        mut scored: Vec<(f64, i64, i64)>,
+        order: Order,
+        offset: usize,
+        limit: usize,
+    ) -> IndexResult<Page> {
+        let recent = order == Order::Recent;
         let total = scored.len();
         let best = -scored.iter().map(|s| s.0).fold(f64::INFINITY, f64::min);
         let need = offset.saturating_add(limit).min(total);
@@ -397,6 +413,23 @@ impl Index {
             let cut = scored[need - 1].0;
             scored.retain(|s| s.0 <= cut);
         }
+        let mut page = self.rows(scored)?;
+        if recent {
+            page.sort_by(|a, b| {
+                (b.stamp.mtime_ns.cmp(&a.stamp.mtime_ns)).then_with(|| a.rel.cmp(&b.rel))
+            });
+        } else {
+            page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
+        }
+        Ok(Page {
+            total,
+            best,
+            rows: page.into_iter().skip(offset).take(limit).collect(),
+        })
+    }
+
+    /// The documents of scored rows, as ranked hits (in no particular order).
+    fn rows(&self, scored: Vec<(f64, i64, i64)>) -> IndexResult<Vec<Ranked>> {
         let mut lookup = self
             .conn
             .prepare_cached("SELECT path, size, mtime_ns, ino FROM docs WHERE id = ?1")?;
@@ -417,18 +450,7 @@ impl Index {
                 .optional()?;
             page.extend(row);
         }
-        if recent {
-            page.sort_by(|a, b| {
-                (b.stamp.mtime_ns.cmp(&a.stamp.mtime_ns)).then_with(|| a.rel.cmp(&b.rel))
-            });
-        } else {
-            page.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.rel.cmp(&b.rel)));
-        }
-        Ok(Page {
-            total,
-            best,
-            rows: page.into_iter().skip(offset).take(limit).collect(),
-        })
+        Ok(page)
     }
 }
 
@@ -650,9 +672,9 @@ mod tests {
         let sql = format!(
             "SELECT docs.path, bm25(fts, {}, {}, {}) FROM fts JOIN docs ON docs.id = fts.rowid
              WHERE fts MATCH ?1{filter}",
-            rank::WEIGHTS[0],
-            rank::WEIGHTS[1],
-            rank::WEIGHTS[2]
+            fts_rank::WEIGHTS[0],
+            fts_rank::WEIGHTS[1],
+            fts_rank::WEIGHTS[2]
         );
         let mut all: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
@@ -732,9 +754,9 @@ mod tests {
         put(&index, "b.md", "note");
         let sql = format!(
             "SELECT {0}(fts, {1}), {0}(fts, {2}) FROM fts WHERE fts MATCH 'note'",
-            rank::NAME,
-            rank::IDF_LATER,
-            rank::IDF_HERE
+            fts_rank::NAME,
+            fts_rank::IDF_LATER,
+            fts_rank::IDF_HERE
         );
         let result: Result<Vec<(f64, f64)>, _> = index
             .conn
@@ -747,8 +769,8 @@ mod tests {
         // One mode per statement works.
         let one = format!(
             "SELECT {}(fts, {}) FROM fts WHERE fts MATCH 'note'",
-            rank::NAME,
-            rank::IDF_HERE
+            fts_rank::NAME,
+            fts_rank::IDF_HERE
         );
         let n = index
             .conn

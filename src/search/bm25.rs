@@ -1,0 +1,83 @@
+//! BM25, once: its constants, the term weight both rankers compute, and the two ways an
+//! inverse document frequency is taken. The index's FTS5 ranking function (`index`'s
+//! `fts_rank`, which must equal FTS5's own `bm25()` bit for bit) and the scan's [`Scorer`]
+//! (ranking the files read when a store has no index) both score with
+//! [`term_weight`].
+
+use super::matching::DocMatch;
+
+/// Term-frequency saturation, as FTS5's `bm25()`.
+pub const K1: f64 = 1.2;
+/// Document-length normalisation, as FTS5's `bm25()`.
+pub const B: f64 = 0.75;
+
+/// A clause's BM25 weight in one document before its IDF: its (column-weighted)
+/// frequency `tf`, saturated by [`K1`] and normalised by [`B`] for a document of `len`
+/// tokens where the average is `avg_len`. Written in the order of FTS5's `bm25()`, whose
+/// floating-point steps the index's ranking function repeats.
+pub fn term_weight(tf: f64, len: f64, avg_len: f64) -> f64 {
+    (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * len / avg_len))
+}
+
+/// The inverse document frequency as FTS5 computes it: `hits` of `rows` documents hold
+/// the phrase; a phrase in more than half of them gets a tiny positive weight.
+pub fn idf(rows: i64, hits: i64) -> f64 {
+    let idf = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+    if idf <= 0.0 { 1e-6 } else { idf }
+}
+
+/// The scan's inverse document frequency, smoothed so that it never falls below zero
+/// (Lucene's): `df` of `docs` documents hold the clause.
+fn smoothed_idf(docs: f64, df: u32) -> f64 {
+    (1.0 + (docs - df as f64 + 0.5) / (df as f64 + 0.5)).ln()
+}
+
+/// BM25 over a collection the scan read, from its document frequencies.
+#[derive(Debug)]
+pub struct Scorer {
+    idf: Vec<f64>,
+    avg_len: f64,
+}
+
+impl Scorer {
+    /// `df[i]` = documents containing clause `i`; `docs` = documents in the collection.
+    pub fn new(df: &[u32], docs: u64, total_len: u64) -> Scorer {
+        let n = docs.max(1) as f64;
+        Scorer {
+            idf: df.iter().map(|&d| smoothed_idf(n, d)).collect(),
+            avg_len: (total_len as f64 / n).max(1.0),
+        }
+    }
+
+    pub fn score(&self, m: &DocMatch) -> f64 {
+        m.tf.iter()
+            .zip(&self.idf)
+            .map(|(&tf, idf)| idf * term_weight(tf as f64, m.len as f64, self.avg_len))
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::Query;
+
+    #[test]
+    fn dense_documents_rank_higher() {
+        let q = Query::parse("memory");
+        let dense = DocMatch::of(&q, "memory memory memory notes");
+        let once = DocMatch::of(
+            &q,
+            "memory and many other words in a much longer note about things",
+        );
+        let scorer = Scorer::new(&[2], 10, dense.len as u64 + once.len as u64);
+        assert!(scorer.score(&dense) > scorer.score(&once));
+    }
+
+    #[test]
+    fn idf_floors_common_phrases() {
+        assert_eq!(idf(10, 9), 1e-6);
+        assert!(idf(10, 1) > idf(10, 4));
+        assert!(smoothed_idf(10.0, 9) > 0.0);
+    }
+}
