@@ -23,7 +23,7 @@ use super::index::{Built, FORMAT, Index, IndexResult, IndexedDoc, Stamp};
 use crate::error::{Error, Result};
 use crate::frontmatter;
 use crate::path::MemPath;
-use crate::store::{EntryKind, IndexFile, Store, Watcher};
+use crate::store::{EntryKind, IndexFile, Observed, Store, Watcher};
 
 /// Reports progress of a long (re)index: `(files done, files to do)`.
 pub type Progress<'a> = &'a (dyn Fn(u64, u64) + Sync);
@@ -239,7 +239,13 @@ impl StoreIndex {
     pub fn resync(&self, store: &Store, p: &MemPath) {
         let mut slot = self.lock(&|_, _| {});
         if let Slot::Open(synced) = &mut *slot
-            && let Err(e) = sync_paths(store, &synced.index, std::slice::from_ref(p), &|_, _| {})
+            && let Err(e) = sync_paths(
+                store,
+                &synced.index,
+                std::slice::from_ref(p),
+                &|_, _| {},
+                &mut |_, _| {},
+            )
         {
             tracing::warn!(error = %e, "search index update failed");
         }
@@ -311,7 +317,9 @@ impl Synced {
                 if changes.overflow {
                     reconcile(store, &self.index, root, progress)
                 } else {
-                    sync_paths(store, &self.index, &changes.paths, progress)
+                    sync_paths(store, &self.index, &changes.paths, progress, &mut |p, o| {
+                        watcher.observed(p, o)
+                    })
                 }
             }
             // No change notification on this system: a stat walk per search.
@@ -426,12 +434,15 @@ enum Step {
 /// Makes the index agree with the file system at each of `paths` (files, folders or
 /// nothing, as a watcher reports them). Folders are reconciled; the files' changes go in
 /// write transactions of up to [`BATCH`] files, so a search that follows many writes (its
-/// own, or other processes') pays one commit for them, not one each.
+/// own, or other processes') pays one commit for them, not one each. `seen` is told what
+/// was found at each path that is now folder, file or nothing in the index (the watcher
+/// compares its next look with that).
 fn sync_paths(
     store: &Store,
     index: &Index,
     paths: &[MemPath],
     progress: Progress,
+    seen: &mut dyn FnMut(&MemPath, Observed),
 ) -> SyncResult<Vec<String>> {
     let mut steps = Vec::new();
     let mut changed = Vec::new();
@@ -439,18 +450,31 @@ fn sync_paths(
         match store.metadata(p) {
             Err(e @ Error::Database { .. }) => return Err(SyncError::Store(e)),
             Ok(Some(m)) if m.kind == EntryKind::Dir => {
+                seen(p, Observed::Folder);
                 changed.extend(reconcile(store, index, p, progress)?)
             }
             Ok(Some(m)) if m.kind == EntryKind::File => {
                 let rel = p.rel();
                 if index.stamp(&rel)? == Some(m.stamp) {
+                    seen(p, Observed::File(m.stamp));
                     continue;
                 }
                 changed.push(rel.clone());
-                steps.push(match read_text(store, p)? {
+                let read = store.read(p);
+                match &read {
+                    Ok(data) => seen(p, Observed::File(data.stamp)),
+                    Err(Error::NotFound { .. }) => seen(p, Observed::Nothing),
+                    Err(_) => {}
+                }
+                steps.push(match text_of(p, read)? {
                     Some((text, stamp)) => Step::Upsert { rel, text, stamp },
                     None => Step::Remove(rel),
                 });
+            }
+            Ok(None) => {
+                seen(p, Observed::Nothing);
+                changed.push(p.rel());
+                steps.push(Step::RemoveTree(p.rel()))
             }
             _ => {
                 changed.push(p.rel());
@@ -489,14 +513,9 @@ fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
     })
 }
 
-/// A file's text and the stamp of the handle it was read through; `None` if it cannot be
-/// indexed (gone, not UTF-8, refused). Fails only when the database holding the store is
-/// away (the file's state is then unknown).
-fn read_text(store: &Store, p: &MemPath) -> Result<Option<(String, Stamp)>, SyncError> {
-    text_of(p, store.read(p))
-}
-
-/// [`read_text`] of a read already made.
+/// The text of a read and the stamp of the handle it was read through; `None` if it
+/// cannot be indexed (gone, not UTF-8, refused). Fails only when the database holding the
+/// store is away (the file's state is then unknown).
 fn text_of(
     p: &MemPath,
     read: crate::error::Result<crate::store::FileData>,

@@ -109,6 +109,14 @@ pub struct Changes {
     pub overflow: bool,
 }
 
+/// What a watcher's caller found at a path it was told had changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Observed {
+    Nothing,
+    Folder,
+    File(Stamp),
+}
+
 /// What identifies a version of a file without reading it: size, modification time
 /// (nanoseconds since the epoch) and inode (an atomic replace changes it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,8 +6,8 @@ use std::io::BufRead;
 
 use super::postgres::{PgLock, PgWatcher};
 use super::{
-    Changes, EntryKind, EntryMeta, FileData, FolderLock, FolderStore, Location, PgStore, Stamp,
-    StoreConfig, WalkEntry, WriteMode, watch,
+    Changes, EntryKind, EntryMeta, FileData, FolderLock, FolderStore, Location, Observed, PgStore,
+    Stamp, StoreConfig, WalkEntry, WriteMode, watch,
 };
 use crate::error::Result;
 use crate::path::MemPath;
@@ -308,7 +308,7 @@ impl Watcher {
     /// watcher reported. A watcher that compares looks takes it as its last look at
     /// `path`, so that a change made between its walk and the caller's read, and undone
     /// before the next walk, is reported again rather than lost.
-    pub fn observed(&mut self, path: &MemPath, found: Option<&EntryMeta>) {
+    pub fn observed(&mut self, path: &MemPath, found: Observed) {
         if let Watcher::Folder(w) = self {
             w.observed(path, found);
         }

@@ -49,7 +49,7 @@ impl Watcher {
     /// (a script renaming in a loop), a drain that waited for an empty queue would never
     /// end, so past the budget it reports an overflow and the caller rescans instead.
     /// Events report every change, so what a caller found later needs no record.
-    pub fn observed(&mut self, _path: &MemPath, _found: Option<&super::EntryMeta>) {}
+    pub fn observed(&mut self, _path: &MemPath, _found: super::Observed) {}
 
     pub fn drain(&mut self, store: &FolderStore, root: &MemPath) -> Changes {
         let mut changes = Changes {

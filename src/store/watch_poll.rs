@@ -17,7 +17,7 @@
 use std::collections::HashMap;
 
 use super::walk::EntryKind;
-use super::{Changes, EntryMeta, FolderStore, Stamp};
+use super::{Changes, FolderStore, Observed, Stamp};
 use crate::path::MemPath;
 
 /// What each visible entry of a store looked like at the last look.
@@ -72,15 +72,15 @@ impl Watcher {
     /// Takes what a caller found at `path` after a drain as the last look at it: the walk
     /// and the caller's read are not one moment, and if they saw different things the
     /// next drain must compare with what the caller acted on.
-    pub fn observed(&mut self, path: &MemPath, found: Option<&EntryMeta>) {
+    pub fn observed(&mut self, path: &MemPath, found: Observed) {
         match found {
-            Some(m) if m.kind == EntryKind::Dir => {
+            Observed::Folder => {
                 self.seen.insert(path.clone(), Seen::Folder);
             }
-            Some(m) => {
-                self.seen.insert(path.clone(), Seen::File(Some(m.stamp)));
+            Observed::File(stamp) => {
+                self.seen.insert(path.clone(), Seen::File(Some(stamp)));
             }
-            None => {
+            Observed::Nothing => {
                 self.seen.remove(path);
             }
         }
