@@ -6,6 +6,9 @@
 //! default) and expands paths, `open` opens them as each command needs them and words the
 //! start-up line; this file runs the subcommands and renders their results.
 
+// The one module that prints results to stdout (clippy.toml).
+#![allow(clippy::print_stdout)]
+
 mod args;
 mod open;
 mod stores;
@@ -169,6 +172,7 @@ fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> any
 }
 
 /// `memdir export`: the archive to stdout, the summary to stderr.
+#[allow(clippy::disallowed_methods, reason = "an export is written to stdout")]
 fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

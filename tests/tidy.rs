@@ -1,6 +1,8 @@
-//! Architecture invariants, checked on the source text: only `src/store` touches the file
-//! system (the index only creates its own folder and deletes its own damaged database),
-//! only `src/mcp` knows rmcp, only `src/cli.rs` prints to stdout.
+//! Architecture invariants that clippy cannot hold, checked on the source text: only
+//! `src/mcp` knows rmcp, rustix's file functions stay in their two doors, the index only
+//! creates its own folder and deletes its own damaged database, every file says what it
+//! is. The doors clippy holds (the file system, the environment, database connections,
+//! stdout) are in `clippy.toml`, denied in `src/lib.rs`.
 
 use std::path::Path;
 
@@ -45,16 +47,13 @@ fn check(forbidden: &[&str], allowed_in: &[&str]) {
 }
 
 #[test]
-fn only_the_store_touches_the_file_system() {
-    check(&["cap_std", "File::open", "OpenOptions"], &["store/"]);
+fn only_the_store_touches_the_file_system_through_rustix() {
     // The stdio transport reads the type and flags of the process's own stdin and
     // stdout (`fstat`, `F_GETFL`/`F_SETFL`); it names no path.
     check(
         &["rustix::fs"],
         &["store/", "mcp/transport/stdio/handles.rs"],
     );
-    // The index creates the folder of its own database (outside the store); nothing else.
-    check(&["std::fs"], &["store/", "search/index/"]);
 }
 
 /// The index creates the folder of its database and deletes a damaged database (its own
@@ -85,11 +84,6 @@ fn the_index_only_creates_its_folder_and_removes_its_own_database() {
 #[test]
 fn only_the_mcp_module_knows_rmcp() {
     check(&["rmcp::", "use rmcp"], &["mcp/"]);
-}
-
-#[test]
-fn stdout_is_protocol_only() {
-    check(&["println!", "print!(", "std::io::stdout"], &["cli.rs"]);
 }
 
 #[test]

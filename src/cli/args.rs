@@ -32,6 +32,7 @@ impl Cli {
     /// Parses the command line, or exits with clap's message. The store flags may come
     /// before any subcommand that takes them (`memdir --root DIR list`); the server's
     /// other options only before none but `serve` (they would be silently ignored).
+    #[allow(clippy::disallowed_methods, reason = "the command line is read here")]
     pub fn parse_args() -> Cli {
         Cli::parse_from_args(std::env::args_os().collect())
     }

@@ -32,6 +32,10 @@ pub struct Env {
 
 impl Env {
     /// The environment of this process.
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "the environment is read here, once"
+    )]
     pub fn of_process() -> Env {
         let set = |name| std::env::var_os(name).filter(|v| !v.is_empty());
         Env {

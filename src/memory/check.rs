@@ -117,7 +117,7 @@ impl Memdir {
         let Some(db) = self.index_path(i) else {
             return;
         };
-        if !db.exists() {
+        if !crate::search::index::exists(&db) {
             c.notes
                 .push("no search index yet: the first search builds it".into());
             return;

@@ -195,7 +195,7 @@ impl StoreIndex {
     fn open(&self, slot: &mut Slot, tell: &dyn Fn(IndexEvent)) {
         let mut deleted = false;
         if let Slot::Open(synced) = &*slot
-            && !synced.index.path.exists()
+            && !super::index::exists(&synced.index.path)
         {
             deleted = true;
             *slot = Slot::Closed;

@@ -7,6 +7,9 @@
 //! positions are our positions and phrase queries stay exact. Several processes write
 //! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
 
+// The door to the index's own SQLite database and its folder (clippy.toml).
+#![allow(clippy::disallowed_methods, clippy::disallowed_types)]
+
 mod fts_rank;
 
 use std::path::{Path, PathBuf};
@@ -22,6 +25,11 @@ pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
 pub const FORMAT: &str = "memdir-index-4;tokenizer-3";
+
+/// Whether the database at `db` is there: the index is a cache, which anyone may delete.
+pub fn exists(db: &Path) -> bool {
+    db.exists()
+}
 
 /// One indexed file.
 #[derive(Debug)]

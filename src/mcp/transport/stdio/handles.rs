@@ -12,6 +12,9 @@
 //! cannot do that. This is the Unix path (Linux and macOS); on Windows, stdin and stdout
 //! are always tokio's blocking kinds.
 
+// The door to the process's own stdout, which carries JSON-RPC (clippy.toml).
+#![allow(clippy::disallowed_methods)]
+
 #[cfg(unix)]
 use std::io;
 #[cfg(unix)]
