@@ -159,7 +159,8 @@ fn read_records(
 }
 
 pub(super) fn to_line(r: &Record, out: &mut Vec<u8>) -> Result<()> {
-    serde_json::to_writer(&mut *out, r).map_err(|e| Error::InvalidArgument(e.to_string()))?;
+    serde_json::to_writer(&mut *out, r)
+        .map_err(|e| Error::Internal(format!("writing a history record: {e}")))?;
     out.push(b'\n');
     Ok(())
 }
