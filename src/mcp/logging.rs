@@ -27,7 +27,7 @@ use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
 use rmcp::service::Peer;
 use tokio::sync::Notify;
 
-use super::transport::flow::FlowHandle;
+use super::flow::FlowHandle;
 use crate::memory::{Level, Memdir, Notice};
 
 /// The logger name on every message.

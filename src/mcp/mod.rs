@@ -10,8 +10,11 @@
 //! - `tools/`: one file per tool (parameters, call, text), and what they share.
 //! - `resources`, `subscribe`, `logging`: memories as resources, their notifications,
 //!   and log messages to the client.
-//! - `transport/`: stdio (lines, flow control) and Streamable HTTP.
+//! - `flow`: what a connection holds for its client (answers queued, requests in
+//!   flight) and the limits past which reading pauses; used by both transports.
+//! - `transport/`: stdio (lines) and Streamable HTTP.
 
+mod flow;
 mod handler;
 mod logging;
 mod prompt;

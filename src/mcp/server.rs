@@ -7,8 +7,8 @@ use std::sync::atomic::AtomicBool;
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::ToolRouter;
 
+use super::flow::FlowHandle;
 use super::toolset::ToolSet;
-use super::transport::flow::FlowHandle;
 use super::{logging, resources, subscribe};
 use crate::error::Error;
 use crate::memory::{Level, Memdir};

@@ -13,7 +13,7 @@ use rmcp::RoleServer;
 use rmcp::model::ResourceUpdatedNotificationParam;
 use rmcp::service::{Peer, SubscriptionSink};
 
-use super::transport::flow::FlowHandle;
+use super::flow::FlowHandle;
 use crate::memory::{Feed, FeedEvents, Memdir};
 
 /// How often the feed is polled while notifications are wanted.

@@ -29,8 +29,8 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::oneshot;
 
 use super::decode::{INVALID_REQUEST, decode};
-use super::flow::{Flow, FlowHandle, MAX_LISTENS};
 use super::scan::{head_id, trim};
+use crate::mcp::flow::{Flow, FlowHandle, MAX_LISTENS};
 
 /// How long the end of a session waits for queued lines to be written: a client that
 /// stopped reading stdout does not keep the server alive.

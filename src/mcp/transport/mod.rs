@@ -4,11 +4,9 @@
 //! - `framing`: newline-delimited JSON-RPC lines, one writer task.
 //! - `decode`: one message from its text, answering every malformed one (stdio, HTTP).
 //! - `scan`: JSON text looked at without being built (an oversized line's `id`, counts).
-//! - `flow`: flow control: output queued and requests in flight, and their limits.
 //! - `http`: Streamable HTTP (`memdir serve --http`).
 
 mod decode;
-pub(super) mod flow;
 mod framing;
 pub mod http;
 mod scan;

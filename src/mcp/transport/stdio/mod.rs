@@ -11,8 +11,8 @@ use rmcp::service::{NotificationContext, RequestContext, Service, ServiceRole};
 use rmcp::{ErrorData, RoleServer, ServiceExt};
 
 use super::ServeError;
-use super::flow::FlowHandle;
 use super::framing::{LineTransport, WRITE_GRACE};
+use crate::mcp::flow::FlowHandle;
 use crate::mcp::server::{MemdirServer, Transport};
 use crate::mcp::toolset::ToolSet;
 use crate::memory::Memdir;
