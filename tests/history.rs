@@ -851,6 +851,47 @@ async fn an_edit_made_outside_memdir_is_recorded_when_any_process_notices_it() {
 }
 
 #[tokio::test]
+async fn a_process_that_records_nothing_does_not_hide_a_change_from_one_that_does() {
+    // A read-only process and one with history off search first after a person's edit,
+    // with the same index location as the writable process that comes next: the edit
+    // must still become an `external` version when that process syncs.
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let search = json!({"query": "rollout"});
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "plan.md", "content": "v1 rollout\n"}),
+    )
+    .await;
+    s.ok("memory_search", search.clone()).await;
+    s.stop().await;
+
+    std::fs::write(sb.store().join("plan.md"), "v2 rollout, edited by hand\n").unwrap();
+    let store_ro = format!("memories={root}:ro");
+    for args in [
+        vec!["--store", store_ro.as_str()],
+        vec!["--root", &root, "--no-history"],
+    ] {
+        let other = Server::start(&args, &[]).await;
+        let hits = other.ok("memory_search", json!({"query": "hand"})).await;
+        assert_eq!(hits["total_hits"], 1, "{args:?} sees the edit: {hits}");
+        other.stop().await;
+    }
+
+    let s = sb.serve().await;
+    s.ok("memory_search", search).await;
+    // (Not asked by path: reading a memory's history records what it finds by itself.)
+    let got = versions(&s.ok("memory_history", json!({"actor": "external"})).await);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        got[0]["content_sha256"],
+        sha256_hex(b"v2 rollout, edited by hand\n")
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
 async fn a_change_made_while_no_memdir_ran_is_recorded_at_the_next_start() {
     // A person edits a memory while no memdir runs, then (again while none runs) deletes
     // it by hand: the next process to start records each as it syncs its index, before
@@ -872,9 +913,8 @@ async fn a_change_made_while_no_memdir_ran_is_recorded_at_the_next_start() {
 
     std::fs::write(&plan, "v2 deploy, edited by hand\n").unwrap();
     std::fs::write(sb.store().join("new.md"), "a deploy note made by hand\n").unwrap();
-    // A read-only process records nothing. (It has an index of its own here: one it
-    // shared would be in step with the files when the next process starts, which would
-    // then leave the changes to be recorded at the next mutation of each file.)
+    // A read-only process records nothing. (Here its index is in a folder of its own;
+    // by default it would have a file of its own beside the writers' index.)
     let before = log_lines(&sb.store()).len();
     let store_ro = format!("memories={root}:ro");
     let ro_index = sb.tmp.path().join("ro-index");

@@ -142,9 +142,12 @@ impl Memdir {
         }
         let names = stores.iter().map(|s| s.name.clone()).collect();
         let memdir = Memdir {
-            indexes: (settings.index.index_files(&stores).into_iter())
-                .map(sync::StoreIndex::new)
-                .collect(),
+            indexes: (settings
+                .index
+                .index_files(&stores, settings.history)
+                .into_iter())
+            .map(sync::StoreIndex::new)
+            .collect(),
             heads: stores.iter().map(|_| Default::default()).collect(),
             stores,
             names,

@@ -14,6 +14,11 @@ use crate::text;
 
 /// The index database's file name in its folder.
 const DB: &str = "index.sqlite3";
+/// The index of the processes that record no history of the store (it is read-only to
+/// them, or they run with history off). Kept apart because the index also says what the
+/// recording processes have seen: a change another process indexed first would look
+/// already known to them, and a person's edit would not become an `external` version.
+const DB_UNRECORDED: &str = "index-unrecorded.sqlite3";
 /// The file in an index folder that holds the store folder's canonical path.
 const RECORD: &str = "store-folder";
 /// Hex digits of the store key in an index folder's name.
@@ -41,8 +46,14 @@ pub fn user_cache_dir() -> Option<PathBuf> {
 impl IndexLocation {
     /// The index file of `store`, if indexing is on; `user_cache` is the user's cache
     /// folder ([`user_cache_dir`], passed in as data). Without one, a store's index lives
-    /// in its own `.memdir/cache`.
-    pub fn index_file(&self, store: &Store, user_cache: Option<&Path>) -> Option<IndexFile> {
+    /// in its own `.memdir/cache`. A process that records no history of the store
+    /// ([`History::Unrecorded`]) has an index of its own beside it.
+    pub fn index_file(
+        &self,
+        store: &Store,
+        user_cache: Option<&Path>,
+        history: History,
+    ) -> Option<IndexFile> {
         let base = match self {
             IndexLocation::Off => return None,
             IndexLocation::Dir(dir) => dir.clone(),
@@ -52,24 +63,43 @@ impl IndexLocation {
                     .join("cache")
             }),
         };
+        let mut db = db_path(&base, &store.name, store.host_key());
+        if history == History::Unrecorded {
+            db.set_file_name(DB_UNRECORDED);
+        }
         Some(IndexFile {
-            db: db_path(&base, &store.name, store.host_key()),
+            db,
             host_key: store.host_key().to_owned(),
         })
     }
 
     /// [`index_file`](Self::index_file) of every store, with the user's cache folder read
-    /// once (only when it is needed).
-    pub fn index_files(&self, stores: &[Store]) -> Vec<Option<IndexFile>> {
+    /// once (only when it is needed); `history`: this process records history (where the
+    /// store is writable).
+    pub fn index_files(&self, stores: &[Store], history: bool) -> Vec<Option<IndexFile>> {
         let user_cache = match self {
             IndexLocation::UserCache => user_cache_dir(),
             _ => None,
         };
         stores
             .iter()
-            .map(|s| self.index_file(s, user_cache.as_deref()))
+            .map(|s| {
+                let records = if history && !s.read_only {
+                    History::Recorded
+                } else {
+                    History::Unrecorded
+                };
+                self.index_file(s, user_cache.as_deref(), records)
+            })
             .collect()
     }
+}
+
+/// Whether the process that uses an index records the store's history.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum History {
+    Recorded,
+    Unrecorded,
 }
 
 /// One store's index database on the host, and the store it is for.
@@ -137,7 +167,9 @@ pub fn prune(base: &Path) -> std::io::Result<Vec<Pruned>> {
         let folder = entry.path();
         let ours = entry.file_type()?.is_dir()
             && entry.file_name().to_str().is_some_and(index_folder_name)
-            && (folder.join(DB).exists() || folder.join(RECORD).exists());
+            && [DB, DB_UNRECORDED, RECORD]
+                .iter()
+                .any(|f| folder.join(f).exists());
         if !ours {
             continue;
         }
