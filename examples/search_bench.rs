@@ -1129,13 +1129,14 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
             let path = format!("/memories/{rel}");
             let content = update_text(args.seed, k, mark, &vocab);
             let (d, r) = timed(|| {
-                md.write(&WriteRequest {
+                WriteRequest {
                     path: &path,
                     content: &content,
                     if_absent: false,
                     expected_sha256: None,
                     actor: "search-bench",
-                })
+                }
+                .run(md)
             });
             r?;
             samples.push(d);

@@ -348,13 +348,14 @@ fn restore(
             v.path
         );
     }
-    let r = memdir.restore(&RestoreRequest {
+    let r = RestoreRequest {
         path,
         version,
         if_absent: false,
         expected_sha256: None,
         actor: "cli",
-    })?;
+    }
+    .run(memdir)?;
     if json {
         println!(
             "{}",

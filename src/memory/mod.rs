@@ -9,12 +9,16 @@
 
 mod archive;
 mod check;
+pub mod delete;
+mod edit;
 mod feed;
 mod history;
 mod list;
 mod memory_md;
+mod mutation;
 mod notice;
 mod record;
+mod rename;
 mod search;
 mod sync;
 mod upkeep;
@@ -32,6 +36,8 @@ pub use crate::history::EXTERNAL;
 pub use crate::store::IndexLocation;
 pub use archive::ArchiveSummary;
 pub use check::StoreCheck;
+pub use delete::DeleteResult;
+pub use edit::{EditOp, EditRequest, EditResult};
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
@@ -40,9 +46,7 @@ pub use notice::{Level, Notice, Notices};
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::Progress;
 pub use upkeep::Expired;
-pub use write::{
-    DeleteResult, EditOp, EditRequest, EditResult, RestoreRequest, WriteRequest, WriteResult,
-};
+pub use write::{RestoreRequest, WriteRequest, WriteResult};
 
 /// Limits and switches that apply to every store.
 #[derive(Clone, Debug)]

@@ -3,7 +3,7 @@
 //! Reviewing old memories is a listing (`ListRequest::older_than_days`).
 
 use super::memory_md::{INDEX_FILE, MemoryIndex};
-use super::{ListRequest, Memdir, WriteRequest, WriteResult};
+use super::{ListRequest, Memdir, WriteRequest, WriteResult, delete};
 use crate::error::{Error, Result};
 
 /// An expired memory found by [`Memdir::prune_expired`].
@@ -52,7 +52,7 @@ impl Memdir {
                 None
             } else {
                 let reason = format!("expired at {expires_at} (memdir prune --expired)");
-                match self.delete(&path, sha.as_deref(), Some(&reason), actor) {
+                match delete::delete(self, &path, sha.as_deref(), Some(&reason), actor) {
                     Ok(r) => r.versions.first().copied(),
                     // Changed or gone since the listing: not this prune's to delete.
                     Err(Error::Precondition { .. } | Error::NotFound { .. }) => continue,
@@ -77,13 +77,14 @@ impl Memdir {
     ) -> Result<(WriteResult, MemoryIndex)> {
         let root = self.store_root(store)?;
         let index = self.generated_index(&root)?;
-        let written = self.write(&WriteRequest {
+        let written = WriteRequest {
             path: &root.child(INDEX_FILE).canonical(),
             content: &index.text,
             if_absent: false,
             expected_sha256: None,
             actor,
-        })?;
+        }
+        .run(self)?;
         Ok((written, index))
     }
 }
