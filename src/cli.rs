@@ -15,7 +15,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 
 use crate::memory::{
-    HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
+    self, HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
 use crate::path::Target;
 use crate::render;
@@ -133,7 +133,7 @@ fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
 
 /// `memdir read`.
 fn read(memdir: &Memdir, path: &str, range: Option<(i64, i64)>, json: bool) -> anyhow::Result<()> {
-    let r = memdir.read(path, range, &render::read_notes_len)?;
+    let r = memory::read::read(memdir, path, range, &render::read_notes_len)?;
     if json {
         println!(
             "{}",

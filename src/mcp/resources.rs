@@ -11,7 +11,7 @@ use rmcp::model::{
 };
 
 use crate::error::Error;
-use crate::memory::{INDEX_FILE as INDEX, ListRequest, Memdir, encode_path};
+use crate::memory::{self, INDEX_FILE as INDEX, ListRequest, Memdir, encode_path};
 use crate::path::MemPath;
 
 pub const SCHEME: &str = "memory://";
@@ -100,7 +100,7 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
     if cursor.is_none_or(str::is_empty) {
         for store in m.stores() {
             let index = format!("/{}/{INDEX}", store.name);
-            if matches!(m.text(&index), Err(Error::NotFound { .. })) {
+            if matches!(memory::read::text(m, &index), Err(Error::NotFound { .. })) {
                 resources.push(
                     Resource::new(uri(&index), index)
                         .with_title(format!("Index of /{}", store.name))
@@ -156,7 +156,7 @@ pub fn read(m: &Memdir, uri: &str) -> Result<ReadResourceResult, ErrorData> {
     }
     let text = match index_of(m, &path) {
         Some(root) => m.memory_index(&root).map_err(error)?.text,
-        None => m.text(&path).map_err(error)?,
+        None => memory::read::text(m, &path).map_err(error)?,
     };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(mime(&path)),

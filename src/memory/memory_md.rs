@@ -37,7 +37,7 @@ impl Memdir {
     /// The index of the store whose root is `root`: its `MEMORY.md` (cut at the caps),
     /// or a generated one when it has none.
     pub fn memory_index(&self, root: &MemPath) -> Result<MemoryIndex> {
-        match self.text(&root.child(INDEX_FILE).canonical()) {
+        match super::read::text(self, &root.child(INDEX_FILE).canonical()) {
             Ok(text) => Ok(capped(&text, self.cap_bytes())),
             Err(Error::NotFound { .. }) => self.generated_index(root),
             Err(e) => Err(e),
