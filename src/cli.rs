@@ -219,13 +219,14 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
     let mut cursor: Option<String> = None;
     let mut shown = 0;
     loop {
-        let page = memdir.list(&ListRequest {
+        let page = ListRequest {
             path: Some(path),
             depth,
             limit: 1000,
             cursor: cursor.as_deref(),
             ..Default::default()
-        })?;
+        }
+        .run(memdir)?;
         for e in &page.entries {
             if json {
                 println!(
@@ -270,13 +271,14 @@ fn history(
     version: Option<u64>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let r = memdir.history(&HistoryRequest {
+    let r = HistoryRequest {
         path: Some(path),
         limit,
         cursor: None,
         version,
         ..Default::default()
-    })?;
+    }
+    .run(memdir)?;
     if version.is_some() {
         match r.content {
             Some(content) => print!("{content}"),
@@ -331,13 +333,14 @@ fn restore(
 ) -> anyhow::Result<()> {
     let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
     let target = crate::path::parse_path(path, &names)?.canonical();
-    let found = memdir.history(&HistoryRequest {
+    let found = HistoryRequest {
         path: Some(&target),
         limit: 1,
         cursor: None,
         version: Some(version),
         ..Default::default()
-    })?;
+    }
+    .run(memdir)?;
     if let Some(v) = found.versions.first()
         && !v.redacted
         && v.path != target
@@ -539,14 +542,15 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
     let mut cursor: Option<String> = None;
     let mut count = 0;
     loop {
-        let page = memdir.list(&ListRequest {
+        let page = ListRequest {
             path: Some(path),
             limit: 1000,
             cursor: cursor.as_deref(),
             older_than_days: Some(days),
             order: ListOrder::Oldest,
             ..Default::default()
-        })?;
+        }
+        .run(memdir)?;
         for e in &page.entries {
             count += 1;
             let age = crate::text::parse_instant(&e.updated_at)

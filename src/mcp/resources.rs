@@ -113,15 +113,15 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
             }
         }
     }
-    let page = m
-        .list(&ListRequest {
-            path: None,
-            depth: None,
-            limit: PAGE,
-            cursor,
-            ..Default::default()
-        })
-        .map_err(error)?;
+    let page = ListRequest {
+        path: None,
+        depth: None,
+        limit: PAGE,
+        cursor,
+        ..Default::default()
+    }
+    .run(m)
+    .map_err(error)?;
     for e in page.entries.into_iter().filter(|e| !e.is_dir) {
         let mut r = Resource::new(uri(&e.path), e.path.clone())
             .with_mime_type(mime(&e.path))

@@ -51,13 +51,14 @@ impl Memdir {
         let mut lines = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let page = self.list(&ListRequest {
+            let page = ListRequest {
                 path: Some(&store),
                 depth: None,
                 limit: PAGE,
                 cursor: cursor.as_deref(),
                 ..Default::default()
-            })?;
+            }
+            .run(self)?;
             for e in page.entries.iter().filter(|e| !e.is_dir) {
                 let rel = e.path.strip_prefix(&format!("{store}/")).unwrap_or(&e.path);
                 if rel == INDEX_FILE {

@@ -13,7 +13,7 @@ pub mod delete;
 mod edit;
 mod feed;
 mod history;
-mod list;
+pub mod list;
 mod memory_md;
 mod mutation;
 mod notice;

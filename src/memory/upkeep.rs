@@ -32,12 +32,13 @@ impl Memdir {
         let mut found = Vec::new();
         let mut cursor: Option<String> = None;
         loop {
-            let page = self.list(&ListRequest {
+            let page = ListRequest {
                 path: Some(&root.canonical()),
                 limit: PAGE,
                 cursor: cursor.as_deref(),
                 ..Default::default()
-            })?;
+            }
+            .run(self)?;
             for e in page.entries.into_iter().filter(|e| e.expired) {
                 found.push((e.path, e.content_sha256, e.expires_at.unwrap_or_default()));
             }

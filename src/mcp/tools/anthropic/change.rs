@@ -135,7 +135,7 @@ pub(super) fn rename(m: &Memdir, from: &str, to: &str, actor: &str) -> Result<St
     let taken = || format!("The destination {to} already exists");
     if source.canonical.trim_end_matches('/') == target.canonical.trim_end_matches('/') {
         // Onto itself: taken if it exists at all.
-        return Err(match m.tree(&source.canonical, 1) {
+        return Err(match memory::list::tree(m, &source.canonical, 1) {
             Ok(_) | Err(Error::NotAFolder { .. }) => taken(),
             Err(e) => source.error(e, &format!("The path {from} does not exist")),
         });

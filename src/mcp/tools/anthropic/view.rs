@@ -13,7 +13,7 @@ const NOTE_ROOM: usize = 200;
 
 pub(super) fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<String, String> {
     let at = map(m, shown)?;
-    match m.tree(&at.canonical, 2) {
+    match memory::list::tree(m, &at.canonical, 2) {
         Ok(tree) => return Ok(folder(m, &at, &tree)),
         Err(Error::NotAFolder { .. }) => {}
         Err(e) => return Err(at.error(e, &missing(shown))),
