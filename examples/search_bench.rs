@@ -767,16 +767,14 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
     (t.elapsed(), v)
 }
 
-/// `md.search` for `query` over the whole store, with the benchmark's limit.
+/// `SearchRequest::run` for `query` over the whole store, with the benchmark's limit.
 fn search_all(md: &Memdir, query: &str) -> memdir::error::Result<SearchResult> {
-    md.search(
-        &SearchRequest {
-            query,
-            limit: LIMIT,
-            ..SearchRequest::default()
-        },
-        &|_, _| {},
-    )
+    SearchRequest {
+        query,
+        limit: LIMIT,
+        ..SearchRequest::default()
+    }
+    .run(md, &|_, _| {})
 }
 
 fn request<'a>(spec: &'a QuerySpec, query: &'a str) -> SearchRequest<'a> {
@@ -797,12 +795,12 @@ fn time_search(
 ) -> anyhow::Result<(Lat, SearchResult)> {
     let req = request(spec, spec.query);
     for _ in 0..warmup {
-        md.search(&req, &|_, _| {})?;
+        req.run(md, &|_, _| {})?;
     }
     let mut samples = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs.max(1) {
-        let (d, r) = timed(|| md.search(&req, &|_, _| {}));
+        let (d, r) = timed(|| req.run(md, &|_, _| {}));
         samples.push(d);
         last = Some(r?);
     }
@@ -1068,7 +1066,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
         while samples.len() < args.scan_queries.max(1)
             && (samples.is_empty() || started.elapsed() < SCAN_BUDGET)
         {
-            let (d, r) = timed(|| off.search(&req, &|_, _| {}));
+            let (d, r) = timed(|| req.run(&off, &|_, _| {}));
             samples.push(d);
             row.scan_hits = Some(r?.total_hits);
         }
@@ -1222,8 +1220,8 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     print!("after the updates, index vs scan:");
     for spec in QUERIES.iter().filter(|q| q.rg.is_some()).take(3) {
         let req = request(spec, spec.query);
-        let a = on.search(&req, &|_, _| {})?.total_hits;
-        let b = off.search(&req, &|_, _| {})?.total_hits;
+        let a = req.run(&on, &|_, _| {})?.total_hits;
+        let b = req.run(&off, &|_, _| {})?.total_hits;
         print!(" {} {a}/{b}", spec.query);
         if a != b {
             print!(" MISMATCH");
@@ -1264,7 +1262,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     })
 }
 
-/// The shown hits' snippet work, replayed outside `memdir.search` the way it does it:
+/// The shown hits' snippet work, replayed outside `SearchRequest::run` the way it does it:
 /// per run, the sum over the shown hits of each step; p50 over `runs`.
 fn show_parts(md: &Memdir, row: &QueryRow, runs: usize) -> anyhow::Result<[f64; 3]> {
     let store = &md.stores()[0];
@@ -1442,7 +1440,7 @@ fn print_tables(n: usize, rows: &[QueryRow]) {
         );
     }
     println!(
-        "\nwhere the index time goes (p50 ms). search = memdir.search; index = Index::query on \
+        "\nwhere the index time goes (p50 ms). search = SearchRequest::run; index = Index::query on \
          a second connection (offset 0, limit {LIMIT}): one FTS5 pass that matches, scores \
          (BM25, memdir_rank) and counts, then the page's paths; rest = search - index (watcher drain, \
          scope check, showing the hits). The last three columns replay the showing of the shown hits \

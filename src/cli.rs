@@ -384,15 +384,13 @@ fn search(
     limit: usize,
     json: bool,
 ) -> anyhow::Result<()> {
-    let r = memdir.search(
-        &SearchRequest {
-            query,
-            path,
-            limit,
-            ..Default::default()
-        },
-        &|_, _| {},
-    )?;
+    let r = SearchRequest {
+        query,
+        path,
+        limit,
+        ..Default::default()
+    }
+    .run(memdir, &|_, _| {})?;
     if r.hits.is_empty() && !json {
         let query = crate::text::head_chars(query, 200);
         match path {
