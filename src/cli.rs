@@ -428,7 +428,7 @@ fn search(
 }
 
 fn check(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
-    let checks = memdir.check();
+    let checks = memory::check::check(memdir);
     for c in &checks {
         if json {
             println!(

@@ -8,7 +8,7 @@
 //! `sync` keeps the search index in step with the files.
 
 mod archive;
-mod check;
+pub mod check;
 pub mod delete;
 mod edit;
 mod feed;
