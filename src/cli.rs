@@ -172,7 +172,7 @@ fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> any
 fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = memdir.export(store, &mut out)?;
+    let summary = memory::archive::export(memdir, store, &mut out)?;
     eprintln!(
         "exported {} memories and {} versions",
         summary.files, summary.versions
@@ -185,7 +185,7 @@ fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
 
 /// `memdir import`: the archive from stdin.
 fn import(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
-    let summary = memdir.import(store, &mut std::io::stdin().lock())?;
+    let summary = memory::archive::import(memdir, store, &mut std::io::stdin().lock())?;
     if json {
         println!(
             "{}",
@@ -500,7 +500,7 @@ fn prune_caches(index_dir: Option<&Path>, env: &Env) -> anyhow::Result<()> {
 
 /// `memdir prune --expired`.
 fn prune(memdir: &Memdir, store: Option<&str>, dry_run: bool, json: bool) -> anyhow::Result<()> {
-    let pruned = memdir.prune_expired(store, dry_run, "cli")?;
+    let pruned = memory::upkeep::prune_expired(memdir, store, dry_run, "cli")?;
     for e in &pruned {
         if json {
             println!(
@@ -596,7 +596,7 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
 
 /// `memdir index`.
 fn index(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
-    let (written, index) = memdir.write_index(store, "cli")?;
+    let (written, index) = memory::upkeep::write_index(memdir, store, "cli")?;
     if json {
         println!(
             "{}",

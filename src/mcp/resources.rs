@@ -155,7 +155,11 @@ pub fn read(m: &Memdir, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         ));
     }
     let text = match index_of(m, &path) {
-        Some(root) => m.memory_index(&root).map_err(error)?.text,
+        Some(root) => {
+            memory::memory_md::memory_index(m, &root)
+                .map_err(error)?
+                .text
+        }
         None => memory::read::text(m, &path).map_err(error)?,
     };
     Ok(ReadResourceResult::new(vec![

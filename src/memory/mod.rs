@@ -7,14 +7,14 @@
 //! `list` lists; `memory_md` renders a store's `MEMORY.md` index; `search` searches (with `crate::search` for matching and ranking);
 //! `sync` keeps the search index in step with the files.
 
-mod archive;
+pub mod archive;
 pub mod check;
 pub mod delete;
 mod edit;
 mod feed;
 mod history;
 pub mod list;
-mod memory_md;
+pub mod memory_md;
 mod mutation;
 mod notice;
 pub mod read;
@@ -22,7 +22,7 @@ mod record;
 mod rename;
 mod search;
 mod sync;
-mod upkeep;
+pub mod upkeep;
 mod write;
 
 use std::time::SystemTime;
