@@ -948,7 +948,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
 
     // Index build: a fresh index folder, then warm_indexes() on the empty index.
     let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
-    let (build, ()) = timed(|| md.warm_indexes());
+    let (build, ()) = timed(|| memdir::memory::sync::warm_indexes(&md));
     let db = md
         .index_path(0)
         .context("no index path with an index folder set")?;
@@ -977,7 +977,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     let mut on = None;
     for _ in 0..RECONCILE_RUNS {
         let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
-        let (d, ()) = timed(|| md.warm_indexes());
+        let (d, ()) = timed(|| memdir::memory::sync::warm_indexes(&md));
         samples.push(d);
         on = Some(md);
     }

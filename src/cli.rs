@@ -156,7 +156,7 @@ fn read(memdir: &Memdir, path: &str, range: Option<(i64, i64)>, json: bool) -> a
 
 /// `memdir redact`.
 fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> anyhow::Result<()> {
-    let r = memdir.redact(store, version)?;
+    let r = memory::record::redact(memdir, store, version)?;
     if json {
         println!(
             "{}",

@@ -18,10 +18,10 @@ pub mod memory_md;
 mod mutation;
 mod notice;
 pub mod read;
-mod record;
+pub mod record;
 mod rename;
 mod search;
-mod sync;
+pub mod sync;
 pub mod upkeep;
 mod write;
 
