@@ -1,11 +1,22 @@
-//! The memory operations behind the tools, independent of MCP: each validates its input,
-//! resolves paths (layer 1), then works through a [`Store`] (layer 2). Results are plain
-//! structs; `crate::mcp` turns them into tool results.
+//! The memory operations behind the tools and the command line, independent of MCP. A
+//! [`Memdir`] is their context: the stores and settings, each store's search index and
+//! history head, the notices, and the path resolution every operation starts with
+//! (layer 1). Each operation then works through a [`Store`] (layer 2) and returns plain
+//! structs; `crate::mcp` and `crate::cli` render them.
 //!
-//! Layout: this file holds the shared state and reading; `write` holds every mutation;
-//! `record` records mutations in the history and `history` reads it back;
-//! `list` lists; `memory_md` renders a store's `MEMORY.md` index; `search` searches (with `crate::search` for matching and ranking);
-//! `sync` keeps the search index in step with the files.
+//! Layout: one file per operation, each taking the `Memdir` — a request type's `run(md)`
+//! (`WriteRequest`, `RestoreRequest`, `EditRequest`, `ListRequest`, `SearchRequest`,
+//! `HistoryRequest`) or a function `op(md, ..)`:
+//! - `read`: `memory_read` and a memory's whole text;
+//! - `write`: write and restore; `edit`: replace, insert, append; `rename`: moves;
+//!   `delete`: files and folders; `mutation`: what the mutations share;
+//! - `list`: listings and trees; `search`: search (matching and ranking are
+//!   `crate::search`'s); `history`: versions, and changes made outside memdir;
+//! - `check`: `memdir check`; `upkeep`: expired memories, writing `MEMORY.md`;
+//!   `memory_md`: a store's `MEMORY.md` index; `archive`: export and import;
+//!   `feed`: changes for resource subscriptions;
+//! - `record` and `sync`: the context's hold on each store's history (`crate::history`)
+//!   and search index (`crate::search::fresh`); `notice`: what the operator hears of.
 
 pub mod archive;
 pub mod check;

@@ -1,4 +1,4 @@
-//! The memory operations' hold on each store's history: taking a [`Recorder`] (the
+//! The memory operations' hold on each store's history: taking a `Recorder` (the
 //! store lock, after repairing what a crashed mutation left, with its repairs sent as
 //! notices), redaction, start-up retention, and reading kept content.
 
