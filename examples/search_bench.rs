@@ -14,7 +14,7 @@
 //!    Chinese, Japanese and Korean lines, YAML frontmatter on some files, and planted
 //!    words whose presence is recorded per file (the "expected" counts);
 //! 2. times the index build (`warm_indexes()` on an empty index), the start-up reconcile
-//!    of the unchanged store (a new `Memdir`, p50 of 5), `memdir.write` with the index on
+//!    of the unchanged store (a new `Memdir`, p50 of 5), `WriteRequest::run` with the index on
 //!    and off, the search after each write that must find it (the write leaves the index
 //!    to the watcher, so this search re-indexes the file), the index upsert alone, and an
 //!    external edit followed by the search that must see it;
@@ -75,7 +75,7 @@ struct Args {
     /// files, where one scan takes seconds).
     #[arg(long, default_value_t = 5)]
     scan_queries: usize,
-    /// Timed `memdir.write` calls, with the index on and again with it off.
+    /// Timed `WriteRequest::run` calls, with the index on and again with it off.
     #[arg(long, default_value_t = 200)]
     writes: usize,
     /// Timed external edits (edit with std::fs, then the search that must see it).
@@ -1111,7 +1111,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
 
     print_tables(n, &rows);
 
-    // Single-file updates: memdir.write with the index on, and with it off.
+    // Single-file updates: `WriteRequest::run` with the index on, and with it off.
     let picks = spread(n, 2 * args.writes + args.edits);
     let (on_files, rest) = picks.split_at(args.writes.min(picks.len()));
     let (off_files, edit_files) = rest.split_at(args.writes.min(rest.len()));
