@@ -14,7 +14,7 @@
 //!    Chinese, Japanese and Korean lines, YAML frontmatter on some files, and planted
 //!    words whose presence is recorded per file (the "expected" counts);
 //! 2. times the index build (`warm_indexes()` on an empty index), the start-up reconcile
-//!    of the unchanged store (a new `Memdir`, p50 of 5), `memdir.write` with the index on
+//!    of the unchanged store (a new `Memdir`, p50 of 5), `WriteRequest::run` with the index on
 //!    and off, the search after each write that must find it (the write leaves the index
 //!    to the watcher, so this search re-indexes the file), the index upsert alone, and an
 //!    external edit followed by the search that must see it;
@@ -75,7 +75,7 @@ struct Args {
     /// files, where one scan takes seconds).
     #[arg(long, default_value_t = 5)]
     scan_queries: usize,
-    /// Timed `memdir.write` calls, with the index on and again with it off.
+    /// Timed `WriteRequest::run` calls, with the index on and again with it off.
     #[arg(long, default_value_t = 200)]
     writes: usize,
     /// Timed external edits (edit with std::fs, then the search that must see it).
@@ -767,16 +767,14 @@ fn timed<T>(f: impl FnOnce() -> T) -> (Duration, T) {
     (t.elapsed(), v)
 }
 
-/// `md.search` for `query` over the whole store, with the benchmark's limit.
+/// `SearchRequest::run` for `query` over the whole store, with the benchmark's limit.
 fn search_all(md: &Memdir, query: &str) -> memdir::error::Result<SearchResult> {
-    md.search(
-        &SearchRequest {
-            query,
-            limit: LIMIT,
-            ..SearchRequest::default()
-        },
-        &|_, _| {},
-    )
+    SearchRequest {
+        query,
+        limit: LIMIT,
+        ..SearchRequest::default()
+    }
+    .run(md, &|_, _| {})
 }
 
 fn request<'a>(spec: &'a QuerySpec, query: &'a str) -> SearchRequest<'a> {
@@ -797,12 +795,12 @@ fn time_search(
 ) -> anyhow::Result<(Lat, SearchResult)> {
     let req = request(spec, spec.query);
     for _ in 0..warmup {
-        md.search(&req, &|_, _| {})?;
+        req.run(md, &|_, _| {})?;
     }
     let mut samples = Vec::with_capacity(runs);
     let mut last = None;
     for _ in 0..runs.max(1) {
-        let (d, r) = timed(|| md.search(&req, &|_, _| {}));
+        let (d, r) = timed(|| req.run(md, &|_, _| {}));
         samples.push(d);
         last = Some(r?);
     }
@@ -950,7 +948,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
 
     // Index build: a fresh index folder, then warm_indexes() on the empty index.
     let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
-    let (build, ()) = timed(|| md.warm_indexes());
+    let (build, ()) = timed(|| memdir::memory::sync::warm_indexes(&md));
     let db = md
         .index_path(0)
         .context("no index path with an index folder set")?;
@@ -979,7 +977,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     let mut on = None;
     for _ in 0..RECONCILE_RUNS {
         let md = Memdir::open(std::slice::from_ref(&config), on_settings.clone())?;
-        let (d, ()) = timed(|| md.warm_indexes());
+        let (d, ()) = timed(|| memdir::memory::sync::warm_indexes(&md));
         samples.push(d);
         on = Some(md);
     }
@@ -1068,7 +1066,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
         while samples.len() < args.scan_queries.max(1)
             && (samples.is_empty() || started.elapsed() < SCAN_BUDGET)
         {
-            let (d, r) = timed(|| off.search(&req, &|_, _| {}));
+            let (d, r) = timed(|| req.run(&off, &|_, _| {}));
             samples.push(d);
             row.scan_hits = Some(r?.total_hits);
         }
@@ -1113,7 +1111,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
 
     print_tables(n, &rows);
 
-    // Single-file updates: memdir.write with the index on, and with it off.
+    // Single-file updates: `WriteRequest::run` with the index on, and with it off.
     let picks = spread(n, 2 * args.writes + args.edits);
     let (on_files, rest) = picks.split_at(args.writes.min(picks.len()));
     let (off_files, edit_files) = rest.split_at(args.writes.min(rest.len()));
@@ -1129,13 +1127,14 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
             let path = format!("/memories/{rel}");
             let content = update_text(args.seed, k, mark, &vocab);
             let (d, r) = timed(|| {
-                md.write(&WriteRequest {
+                WriteRequest {
                     path: &path,
                     content: &content,
                     if_absent: false,
                     expected_sha256: None,
                     actor: "search-bench",
-                })
+                }
+                .run(md)
             });
             r?;
             samples.push(d);
@@ -1221,8 +1220,8 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     print!("after the updates, index vs scan:");
     for spec in QUERIES.iter().filter(|q| q.rg.is_some()).take(3) {
         let req = request(spec, spec.query);
-        let a = on.search(&req, &|_, _| {})?.total_hits;
-        let b = off.search(&req, &|_, _| {})?.total_hits;
+        let a = req.run(&on, &|_, _| {})?.total_hits;
+        let b = req.run(&off, &|_, _| {})?.total_hits;
         print!(" {} {a}/{b}", spec.query);
         if a != b {
             print!(" MISMATCH");
@@ -1263,7 +1262,7 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     })
 }
 
-/// The shown hits' snippet work, replayed outside `memdir.search` the way it does it:
+/// The shown hits' snippet work, replayed outside `SearchRequest::run` the way it does it:
 /// per run, the sum over the shown hits of each step; p50 over `runs`.
 fn show_parts(md: &Memdir, row: &QueryRow, runs: usize) -> anyhow::Result<[f64; 3]> {
     let store = &md.stores()[0];
@@ -1441,7 +1440,7 @@ fn print_tables(n: usize, rows: &[QueryRow]) {
         );
     }
     println!(
-        "\nwhere the index time goes (p50 ms). search = memdir.search; index = Index::query on \
+        "\nwhere the index time goes (p50 ms). search = SearchRequest::run; index = Index::query on \
          a second connection (offset 0, limit {LIMIT}): one FTS5 pass that matches, scores \
          (BM25, memdir_rank) and counts, then the page's paths; rest = search - index (watcher drain, \
          scope check, showing the hits). The last three columns replay the showing of the shown hits \

@@ -18,7 +18,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 
 use crate::memory::{
-    HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
+    self, HistoryRequest, ListOrder, ListRequest, Memdir, RestoreRequest, SearchRequest, Settings,
 };
 use crate::path::Target;
 use crate::render;
@@ -136,7 +136,7 @@ fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
 
 /// `memdir read`.
 fn read(memdir: &Memdir, path: &str, range: Option<(i64, i64)>, json: bool) -> anyhow::Result<()> {
-    let r = memdir.read(path, range, &render::read_notes_len)?;
+    let r = memory::read::read(memdir, path, range, &render::read_notes_len)?;
     if json {
         println!(
             "{}",
@@ -159,7 +159,7 @@ fn read(memdir: &Memdir, path: &str, range: Option<(i64, i64)>, json: bool) -> a
 
 /// `memdir redact`.
 fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> anyhow::Result<()> {
-    let r = memdir.redact(store, version)?;
+    let r = memory::record::redact(memdir, store, version)?;
     if json {
         println!(
             "{}",
@@ -176,7 +176,7 @@ fn redact(memdir: &Memdir, store: Option<&str>, version: u64, json: bool) -> any
 fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let summary = memdir.export(store, &mut out)?;
+    let summary = memory::archive::export(memdir, store, &mut out)?;
     eprintln!(
         "exported {} memories and {} versions",
         summary.files, summary.versions
@@ -189,7 +189,7 @@ fn export(memdir: &Memdir, store: Option<&str>) -> anyhow::Result<()> {
 
 /// `memdir import`: the archive from stdin.
 fn import(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
-    let summary = memdir.import(store, &mut std::io::stdin().lock())?;
+    let summary = memory::archive::import(memdir, store, &mut std::io::stdin().lock())?;
     if json {
         println!(
             "{}",
@@ -223,13 +223,14 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
     let mut cursor: Option<String> = None;
     let mut shown = 0;
     loop {
-        let page = memdir.list(&ListRequest {
+        let page = ListRequest {
             path: Some(path),
             depth,
             limit: 1000,
             cursor: cursor.as_deref(),
             ..Default::default()
-        })?;
+        }
+        .run(memdir)?;
         for e in &page.entries {
             if json {
                 println!(
@@ -274,13 +275,14 @@ fn history(
     version: Option<u64>,
     json: bool,
 ) -> anyhow::Result<()> {
-    let r = memdir.history(&HistoryRequest {
+    let r = HistoryRequest {
         path: Some(path),
         limit,
         cursor: None,
         version,
         ..Default::default()
-    })?;
+    }
+    .run(memdir)?;
     if version.is_some() {
         match r.content {
             Some(content) => print!("{content}"),
@@ -335,13 +337,14 @@ fn restore(
 ) -> anyhow::Result<()> {
     let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
     let target = crate::path::parse_path(path, &names)?.canonical();
-    let found = memdir.history(&HistoryRequest {
+    let found = HistoryRequest {
         path: Some(&target),
         limit: 1,
         cursor: None,
         version: Some(version),
         ..Default::default()
-    })?;
+    }
+    .run(memdir)?;
     if let Some(v) = found.versions.first()
         && !v.redacted
         && v.path != target
@@ -352,13 +355,14 @@ fn restore(
             v.path
         );
     }
-    let r = memdir.restore(&RestoreRequest {
+    let r = RestoreRequest {
         path,
         version,
         if_absent: false,
         expected_sha256: None,
         actor: "cli",
-    })?;
+    }
+    .run(memdir)?;
     if json {
         println!(
             "{}",
@@ -384,15 +388,13 @@ fn search(
     limit: usize,
     json: bool,
 ) -> anyhow::Result<()> {
-    let r = memdir.search(
-        &SearchRequest {
-            query,
-            path,
-            limit,
-            ..Default::default()
-        },
-        &|_, _| {},
-    )?;
+    let r = SearchRequest {
+        query,
+        path,
+        limit,
+        ..Default::default()
+    }
+    .run(memdir, &|_, _| {})?;
     if r.hits.is_empty() && !json {
         let query = crate::text::head_chars(query, 200);
         match path {
@@ -430,7 +432,7 @@ fn search(
 }
 
 fn check(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
-    let checks = memdir.check();
+    let checks = memory::check::check(memdir);
     for c in &checks {
         if json {
             println!(
@@ -502,7 +504,7 @@ fn prune_caches(index_dir: Option<&Path>, env: &Env) -> anyhow::Result<()> {
 
 /// `memdir prune --expired`.
 fn prune(memdir: &Memdir, store: Option<&str>, dry_run: bool, json: bool) -> anyhow::Result<()> {
-    let pruned = memdir.prune_expired(store, dry_run, "cli")?;
+    let pruned = memory::upkeep::prune_expired(memdir, store, dry_run, "cli")?;
     for e in &pruned {
         if json {
             println!(
@@ -542,14 +544,15 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
     let mut cursor: Option<String> = None;
     let mut count = 0;
     loop {
-        let page = memdir.list(&ListRequest {
+        let page = ListRequest {
             path: Some(path),
             limit: 1000,
             cursor: cursor.as_deref(),
             older_than_days: Some(days),
             order: ListOrder::Oldest,
             ..Default::default()
-        })?;
+        }
+        .run(memdir)?;
         for e in &page.entries {
             count += 1;
             let age = crate::text::parse_instant(&e.updated_at)
@@ -597,7 +600,7 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
 
 /// `memdir index`.
 fn index(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()> {
-    let (written, index) = memdir.write_index(store, "cli")?;
+    let (written, index) = memory::upkeep::write_index(memdir, store, "cli")?;
     if json {
         println!(
             "{}",

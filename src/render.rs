@@ -25,7 +25,7 @@ pub fn read_notes(f: Freshness<'_>) -> String {
     notes
 }
 
-/// Bytes of [`read_notes`], the header `Memdir::read` keeps room for.
+/// Bytes of [`read_notes`], the header `memory::read::read` keeps room for.
 pub fn read_notes_len(f: Freshness<'_>) -> usize {
     read_notes(f).len()
 }

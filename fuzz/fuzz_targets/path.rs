@@ -8,7 +8,7 @@
 //! - rendering `canonical()` (and `rel()` for the first store) and parsing again gives the
 //!   same `MemPath`;
 //! - the segments, joined under a root and normalised lexically, never leave the root;
-//! - `Memdir::read` of the input answers `Ok` or a clean `Err`: it never panics, never
+//! - `memory::read::read` of the input answers `Ok` or a clean `Err`: it never panics, never
 //!   returns the canary that lives outside the store (reachable only through a symlink
 //!   that leaves the store, or a hard link), and its errors never show the host path.
 
@@ -18,6 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
+use memdir::memory::read::read;
 use memdir::memory::{IndexLocation, Memdir, Settings};
 use memdir::path::{MemPath, Target, parse, parse_path};
 use memdir::store::StoreConfig;
@@ -254,7 +255,7 @@ fn check_read(raw: &str) {
     // (the fuzzer learns both strings from the comparisons below).
     let canary = CANARY.trim_end();
     let shown = |s: &str, secret: &str| s.contains(secret) && !raw.contains(secret);
-    match fx.memdir.read(raw, None, &memdir::render::read_notes_len) {
+    match read(&fx.memdir, raw, None, &memdir::render::read_notes_len) {
         Ok(r) => {
             let rendered = memdir::render::read(&r, None);
             let p = parse_path(raw, STORES).expect("a path that was read is valid");

@@ -11,7 +11,7 @@ use rmcp::model::{
 };
 
 use crate::error::Error;
-use crate::memory::{INDEX_FILE as INDEX, ListRequest, Memdir, encode_path};
+use crate::memory::{self, INDEX_FILE as INDEX, ListRequest, Memdir, encode_path};
 use crate::path::MemPath;
 
 pub const SCHEME: &str = "memory://";
@@ -100,7 +100,7 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
     if cursor.is_none_or(str::is_empty) {
         for store in m.stores() {
             let index = format!("/{}/{INDEX}", store.name);
-            if matches!(m.text(&index), Err(Error::NotFound { .. })) {
+            if matches!(memory::read::text(m, &index), Err(Error::NotFound { .. })) {
                 resources.push(
                     Resource::new(uri(&index), index)
                         .with_title(format!("Index of /{}", store.name))
@@ -113,15 +113,15 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
             }
         }
     }
-    let page = m
-        .list(&ListRequest {
-            path: None,
-            depth: None,
-            limit: PAGE,
-            cursor,
-            ..Default::default()
-        })
-        .map_err(error)?;
+    let page = ListRequest {
+        path: None,
+        depth: None,
+        limit: PAGE,
+        cursor,
+        ..Default::default()
+    }
+    .run(m)
+    .map_err(error)?;
     for e in page.entries.into_iter().filter(|e| !e.is_dir) {
         let mut r = Resource::new(uri(&e.path), e.path.clone())
             .with_mime_type(mime(&e.path))
@@ -155,8 +155,12 @@ pub fn read(m: &Memdir, uri: &str) -> Result<ReadResourceResult, ErrorData> {
         ));
     }
     let text = match index_of(m, &path) {
-        Some(root) => m.memory_index(&root).map_err(error)?.text,
-        None => m.text(&path).map_err(error)?,
+        Some(root) => {
+            memory::memory_md::memory_index(m, &root)
+                .map_err(error)?
+                .text
+        }
+        None => memory::read::text(m, &path).map_err(error)?,
     };
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri).with_mime_type(mime(&path)),

@@ -11,7 +11,7 @@ use super::flow::FlowHandle;
 use super::toolset::ToolSet;
 use super::{logging, resources, subscribe};
 use crate::error::Error;
-use crate::memory::{Level, Memdir};
+use crate::memory::{self, Level, Memdir};
 
 /// Tools that change memories, withheld when every store is read-only.
 const MUTATING_TOOLS: &[&str] = &["memory_write", "memory_edit", "memory_delete"];
@@ -114,7 +114,7 @@ impl MemdirServer {
         let memdir = Arc::clone(&self.memdir);
         tokio::task::spawn_blocking(move || {
             let notices = memdir.notices();
-            match memdir.maintain() {
+            match memory::record::maintain(&memdir) {
                 Ok(0) => {}
                 Ok(n) => notices.send(
                     Level::Info,
@@ -122,7 +122,7 @@ impl MemdirServer {
                 ),
                 Err(e) => notices.send(Level::Warning, format!("history upkeep failed: {e}")),
             }
-            memdir.warm_indexes();
+            memory::sync::warm_indexes(&memdir);
         });
     }
 

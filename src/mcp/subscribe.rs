@@ -134,7 +134,7 @@ impl Subscriptions {
         }
         let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
         if prepared.is_none() {
-            *prepared = Some(memdir.feed());
+            *prepared = Some(Feed::start(memdir));
         }
     }
 
@@ -153,7 +153,7 @@ impl Subscriptions {
                     Some(feed) => feed,
                     None => {
                         let m = Arc::clone(memdir);
-                        match tokio::task::spawn_blocking(move || m.feed()).await {
+                        match tokio::task::spawn_blocking(move || Feed::start(&m)).await {
                             Ok(feed) => feed,
                             Err(e) => {
                                 tracing::error!(error = %e, "could not start watching for changes");
@@ -188,7 +188,7 @@ async fn poll_loop(
         tick.tick().await;
         let m = Arc::clone(&memdir);
         let Ok((back, events)) = tokio::task::spawn_blocking(move || {
-            let events = m.poll(&mut feed);
+            let events = feed.poll(&m);
             (feed, events)
         })
         .await

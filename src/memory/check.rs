@@ -26,121 +26,117 @@ pub struct StoreCheck {
 /// At most this many paths are named per kind of finding; the rest are counted.
 const NAMED: usize = 20;
 
-impl Memdir {
-    /// Checks every store: its files, its history log, its temp files and its index.
-    pub fn check(&self) -> Vec<StoreCheck> {
-        (0..self.stores().len())
-            .map(|i| self.check_store(i))
-            .collect()
-    }
+/// Checks every store: its files, its history log, its temp files and its index.
+pub fn check(md: &Memdir) -> Vec<StoreCheck> {
+    (0..md.stores().len()).map(|i| check_store(md, i)).collect()
+}
 
-    fn check_store(&self, i: usize) -> StoreCheck {
-        let store = &self.stores()[i];
-        let mut c = StoreCheck {
-            store: format!("/{}", store.name),
-            ..StoreCheck::default()
-        };
-        let current = self.check_files(i, &mut c);
-        if self.settings.history {
-            check_history(store, &current, &mut c);
-        }
-        let removed = store.temps_removed();
-        if removed > 0 {
-            c.notes.push(format!(
-                "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
-            ));
-        }
-        self.check_index(i, &current, &mut c);
-        c
+fn check_store(md: &Memdir, i: usize) -> StoreCheck {
+    let store = &md.stores()[i];
+    let mut c = StoreCheck {
+        store: format!("/{}", store.name),
+        ..StoreCheck::default()
+    };
+    let current = check_files(md, i, &mut c);
+    if md.settings.history {
+        check_history(store, &current, &mut c);
     }
-
-    /// The files: what the tools refuse, and each visible file's content (its sha256 by
-    /// path relative to the store, returned for the history and index checks).
-    fn check_files(&self, i: usize, c: &mut StoreCheck) -> HashMap<String, String> {
-        let store = &self.stores()[i];
-        let mut found: HashMap<&'static str, Vec<String>> = HashMap::new();
-        let mut current = HashMap::new();
-        let entries = match store.walk_everything(&MemPath::root(i, &store.name)) {
-            Ok(entries) => entries,
-            Err(e) => {
-                c.problems.push(format!("cannot walk the store: {e}"));
-                return current;
-            }
-        };
-        for e in entries {
-            if e.path.segments.iter().any(|s| hidden_name(s)) {
-                continue;
-            }
-            let shown = printable(&e.path.canonical());
-            let mut note = |kind: &'static str| found.entry(kind).or_default().push(shown.clone());
-            if !e
-                .path
-                .segments
-                .iter()
-                .all(|s| crate::path::addressable_name(s))
-            {
-                note("unaddressable");
-                continue;
-            }
-            match e.kind {
-                EntryKind::Special(kind) => note(kind),
-                EntryKind::Dir => {}
-                EntryKind::File | EntryKind::Symlink => match self.current(&e.path) {
-                    Ok(Some(cur)) => {
-                        c.files += 1;
-                        current.insert(e.path.rel(), cur.sha256);
-                    }
-                    Ok(None) | Err(Error::IsFolder { .. }) => {}
-                    Err(Error::Escape { .. }) => note("escape"),
-                    Err(Error::HardLinked { .. }) => note("hard link"),
-                    Err(Error::NotUtf8 { .. }) => note("not UTF-8"),
-                    Err(Error::TooLarge { .. }) => note("too large"),
-                    Err(Error::SpecialFile { kind, .. }) => note(kind),
-                    Err(e) => c.problems.push(format!("{shown}: {e}")),
-                },
-            }
-        }
-        for (kind, what) in REFUSED {
-            if let Some(paths) = found.remove(kind) {
-                c.problems.push(named(what, &paths));
-            }
-        }
-        for (kind, paths) in found {
-            c.problems
-                .push(named(&format!("{kind} entries (refused)"), &paths));
-        }
-        current
+    let removed = store.temps_removed();
+    if removed > 0 {
+        c.notes.push(format!(
+            "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
+        ));
     }
+    check_index(md, i, &current, &mut c);
+    c
+}
 
-    /// The search index: a cache, so only notes.
-    fn check_index(&self, i: usize, current: &HashMap<String, String>, c: &mut StoreCheck) {
-        let Some(db) = self.index_path(i) else {
-            return;
-        };
-        if !crate::search::index::exists(&db) {
-            c.notes
-                .push("no search index yet: the first search builds it".into());
-            return;
+/// The files: what the tools refuse, and each visible file's content (its sha256 by
+/// path relative to the store, returned for the history and index checks).
+fn check_files(md: &Memdir, i: usize, c: &mut StoreCheck) -> HashMap<String, String> {
+    let store = &md.stores()[i];
+    let mut found: HashMap<&'static str, Vec<String>> = HashMap::new();
+    let mut current = HashMap::new();
+    let entries = match store.walk_everything(&MemPath::root(i, &store.name)) {
+        Ok(entries) => entries,
+        Err(e) => {
+            c.problems.push(format!("cannot walk the store: {e}"));
+            return current;
         }
-        match Index::open(&db).and_then(|index| index.stamps()) {
-            Err(e) => c.notes.push(format!(
-                "the search index cannot be read ({e}); it is rebuilt on the next search"
-            )),
-            Ok(stamps) => {
-                let indexed: HashMap<String, _> = stamps.into_iter().collect();
-                let stale = current
-                    .keys()
-                    .filter(|rel| !indexed.contains_key(*rel))
-                    .count()
-                    + indexed
-                        .keys()
-                        .filter(|rel| !current.contains_key(*rel))
-                        .count();
-                if stale > 0 {
-                    c.notes.push(format!(
-                        "the search index is behind the files by {stale} file(s); the next search catches up"
-                    ));
+    };
+    for e in entries {
+        if e.path.segments.iter().any(|s| hidden_name(s)) {
+            continue;
+        }
+        let shown = printable(&e.path.canonical());
+        let mut note = |kind: &'static str| found.entry(kind).or_default().push(shown.clone());
+        if !e
+            .path
+            .segments
+            .iter()
+            .all(|s| crate::path::addressable_name(s))
+        {
+            note("unaddressable");
+            continue;
+        }
+        match e.kind {
+            EntryKind::Special(kind) => note(kind),
+            EntryKind::Dir => {}
+            EntryKind::File | EntryKind::Symlink => match md.current(&e.path) {
+                Ok(Some(cur)) => {
+                    c.files += 1;
+                    current.insert(e.path.rel(), cur.sha256);
                 }
+                Ok(None) | Err(Error::IsFolder { .. }) => {}
+                Err(Error::Escape { .. }) => note("escape"),
+                Err(Error::HardLinked { .. }) => note("hard link"),
+                Err(Error::NotUtf8 { .. }) => note("not UTF-8"),
+                Err(Error::TooLarge { .. }) => note("too large"),
+                Err(Error::SpecialFile { kind, .. }) => note(kind),
+                Err(e) => c.problems.push(format!("{shown}: {e}")),
+            },
+        }
+    }
+    for (kind, what) in REFUSED {
+        if let Some(paths) = found.remove(kind) {
+            c.problems.push(named(what, &paths));
+        }
+    }
+    for (kind, paths) in found {
+        c.problems
+            .push(named(&format!("{kind} entries (refused)"), &paths));
+    }
+    current
+}
+
+/// The search index: a cache, so only notes.
+fn check_index(md: &Memdir, i: usize, current: &HashMap<String, String>, c: &mut StoreCheck) {
+    let Some(db) = md.index_path(i) else {
+        return;
+    };
+    if !crate::search::index::exists(&db) {
+        c.notes
+            .push("no search index yet: the first search builds it".into());
+        return;
+    }
+    match Index::open(&db).and_then(|index| index.stamps()) {
+        Err(e) => c.notes.push(format!(
+            "the search index cannot be read ({e}); it is rebuilt on the next search"
+        )),
+        Ok(stamps) => {
+            let indexed: HashMap<String, _> = stamps.into_iter().collect();
+            let stale = current
+                .keys()
+                .filter(|rel| !indexed.contains_key(*rel))
+                .count()
+                + indexed
+                    .keys()
+                    .filter(|rel| !current.contains_key(*rel))
+                    .count();
+            if stale > 0 {
+                c.notes.push(format!(
+                    "the search index is behind the files by {stale} file(s); the next search catches up"
+                ));
             }
         }
     }

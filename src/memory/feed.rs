@@ -51,10 +51,10 @@ impl FeedEvents {
     }
 }
 
-impl Memdir {
+impl Feed {
     /// Starts a feed: watches every store and notes the memories there now.
-    pub fn feed(&self) -> Feed {
-        let watchers = self
+    pub fn start(md: &Memdir) -> Feed {
+        let watchers = md
             .stores()
             .iter()
             .enumerate()
@@ -62,20 +62,20 @@ impl Memdir {
             .collect();
         Feed {
             watchers,
-            known: self.memory_paths(),
+            known: Feed::memory_paths(md),
             walked: Instant::now(),
         }
     }
 
     /// The changes since the feed's last poll (or its start). Never blocks on events.
-    pub fn poll(&self, feed: &mut Feed) -> FeedEvents {
+    pub fn poll(&mut self, md: &Memdir) -> FeedEvents {
         let mut events = FeedEvents::default();
         let mut recount = false;
-        for (i, store) in self.stores().iter().enumerate() {
+        for (i, store) in md.stores().iter().enumerate() {
             let root = MemPath::root(i, &store.name);
-            let Some(watcher) = feed.watchers[i].as_mut() else {
-                if feed.walked.elapsed() >= WALK_EVERY {
-                    feed.walked = Instant::now();
+            let Some(watcher) = self.watchers[i].as_mut() else {
+                if self.walked.elapsed() >= WALK_EVERY {
+                    self.walked = Instant::now();
                     recount = true;
                 }
                 continue;
@@ -89,7 +89,7 @@ impl Memdir {
                 let canonical = p.canonical();
                 match store.entry_kind(&p) {
                     Ok(Some(EntryKind::File)) => {
-                        if !feed.known.contains(&canonical) {
+                        if !self.known.contains(&canonical) {
                             recount = true;
                         }
                     }
@@ -100,19 +100,19 @@ impl Memdir {
             }
         }
         if recount {
-            let now = self.memory_paths();
-            if now != feed.known {
+            let now = Feed::memory_paths(md);
+            if now != self.known {
                 events.list_changed = true;
-                feed.known = now;
+                self.known = now;
             }
         }
         events
     }
 
     /// Canonical paths of every visible memory in every store.
-    fn memory_paths(&self) -> BTreeSet<String> {
+    fn memory_paths(md: &Memdir) -> BTreeSet<String> {
         let mut paths = BTreeSet::new();
-        for (i, store) in self.stores().iter().enumerate() {
+        for (i, store) in md.stores().iter().enumerate() {
             let root = MemPath::root(i, &store.name);
             if let Ok(entries) = store.walk(&root, None) {
                 paths.extend(

@@ -19,63 +19,6 @@ pub use crate::history::versions::{HistoryRequest, HistoryResult, Version};
 type Candidate = (String, Option<(Op, String)>);
 
 impl Memdir {
-    pub fn history(&self, req: &HistoryRequest) -> Result<HistoryResult> {
-        let filter = Filter::of(req)?;
-        let scopes: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
-            Target::AllStores => self
-                .stores()
-                .iter()
-                .enumerate()
-                .map(|(i, s)| MemPath::root(i, &s.name))
-                .collect(),
-            Target::Path(p) => vec![p],
-        };
-        if let Some(version) = req.version {
-            let [scope] = scopes.as_slice() else {
-                return Err(Error::InvalidArgument(
-                    "with `version`, name the store (or a path in it), e.g. `/memories/`".into(),
-                ));
-            };
-            return self.one_version(scope, version);
-        }
-        let before = versions::parse_cursor(req.cursor)?;
-        let mut out = Vec::new();
-        for scope in &scopes {
-            if self.settings.history && !self.store(scope).read_only {
-                if scope.is_root() {
-                    // Taking the lock completes the history of an interrupted mutation.
-                    drop(self.recorder(scope)?);
-                } else {
-                    self.notice(scope)?;
-                }
-            }
-            let records = history::records(self.store(scope))?;
-            out.extend(versions::in_scope(scope, records, before, &filter));
-        }
-        Ok(versions::page(out, req.limit, self.settings.result_budget))
-    }
-
-    fn one_version(&self, scope: &MemPath, version: u64) -> Result<HistoryResult> {
-        let store = self.store(scope);
-        let record = history::records(store)?
-            .into_iter()
-            .find(|r| r.version == version)
-            .ok_or_else(|| {
-                Error::InvalidArgument(format!("/{} has no version {version}", store.name))
-            })?;
-        let content = if record.redacted {
-            None
-        } else {
-            self.history_content(scope.store, &record.sha256)?
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-        };
-        Ok(versions::with_content(
-            versions::shown(scope, record),
-            content,
-            self.settings.result_budget,
-        ))
-    }
-
     /// Records, as `external`, the changes among `rels` (files of store `i` that its
     /// index found changed) that the history does not know: a person's edit is kept as
     /// soon as any process notices it — by its watcher or at its first reconcile — not
@@ -101,8 +44,7 @@ impl Memdir {
         // A rebuilt index finds every file changed: only those the history knows are
         // compared with it (the others are recorded at their first mutation).
         let known_only = matches!(found, Found::FirstSync { rebuilt: true });
-        let unknown: Vec<String> = self
-            .external_candidates(i, rels, known_only)
+        let unknown: Vec<String> = external_candidates(self, i, rels, known_only)
             .into_iter()
             .filter(|(rel, head)| {
                 let Ok(current) = self.current(&root.with_rel(rel)) else {
@@ -120,7 +62,7 @@ impl Memdir {
         if unknown.is_empty() {
             return;
         }
-        match self.record_external(&root, &unknown) {
+        match record_external(self, &root, &unknown) {
             Ok(()) => {
                 tracing::info!(store = %store.name, files = unknown.len(), "recorded changes made outside memdir")
             }
@@ -129,74 +71,133 @@ impl Memdir {
             }
         }
     }
+}
 
-    /// The visible paths among `rels` to compare with store `i`'s history, each with its
-    /// latest version there. `known_only` (after a rebuild): only paths the history knows,
-    /// and with them the memories it holds that the walk did not find (gone).
-    fn external_candidates(
-        &self,
-        i: usize,
-        mut rels: Vec<String>,
-        known_only: bool,
-    ) -> Vec<Candidate> {
-        let heads = self.heads[i].lock().unwrap_or_else(|e| e.into_inner());
-        if known_only {
-            let found: HashSet<&str> = rels.iter().map(String::as_str).collect();
-            let gone: Vec<String> = heads
-                .live_paths()
-                .filter(|rel| !found.contains(rel))
-                .map(str::to_owned)
-                .collect();
-            rels.extend(gone);
-        }
-        rels.into_iter()
-            .filter(|rel| !rel.split('/').any(crate::store::hidden_name))
-            .filter_map(|rel| {
-                let head = heads.head(&rel).map(|h| (h.op, h.sha256.clone()));
-                (!known_only || head.is_some()).then_some((rel, head))
-            })
-            .collect()
-    }
-
-    /// Records the states of `rels` (under `root`'s store) as `external` versions, each
-    /// read again under the lock: the state may have changed meanwhile.
-    fn record_external(&self, root: &MemPath, rels: &[String]) -> Result<()> {
-        let mut rec = self.recorder(root)?;
-        for rel in rels {
-            let current = self.current(&root.with_rel(rel)).ok().flatten();
-            rec.note_current(
-                rel,
-                current
-                    .as_ref()
-                    .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
-            )?;
-        }
-        rec.begin()?;
-        rec.commit()?;
-        Ok(())
-    }
-
-    /// Records, as `external`, a state of memory `p` that its history does not know.
-    fn notice(&self, p: &MemPath) -> Result<()> {
-        let current = match self.current(p) {
-            Ok(c) => c,
-            Err(Error::IsFolder { .. } | Error::NotAFolder { .. }) => return Ok(()),
-            Err(_) => return Ok(()),
+impl HistoryRequest<'_> {
+    pub fn run(&self, md: &Memdir) -> Result<HistoryResult> {
+        let filter = Filter::of(self)?;
+        let scopes: Vec<MemPath> = match md.target(self.path.unwrap_or("/"))? {
+            Target::AllStores => md
+                .stores()
+                .iter()
+                .enumerate()
+                .map(|(i, s)| MemPath::root(i, &s.name))
+                .collect(),
+            Target::Path(p) => vec![p],
         };
-        if current.is_none() && !matches!(self.store(p).entry_kind(p), Ok(None)) {
-            return Ok(());
+        if let Some(version) = self.version {
+            let [scope] = scopes.as_slice() else {
+                return Err(Error::InvalidArgument(
+                    "with `version`, name the store (or a path in it), e.g. `/memories/`".into(),
+                ));
+            };
+            return one_version(md, scope, version);
         }
-        let mut rec = self.recorder(p)?;
-        // Re-read under the lock: the state may have changed while we waited.
-        let current = self.current(p).ok().flatten();
+        let before = versions::parse_cursor(self.cursor)?;
+        let mut out = Vec::new();
+        for scope in &scopes {
+            if md.settings.history && !md.store(scope).read_only {
+                if scope.is_root() {
+                    // Taking the lock completes the history of an interrupted mutation.
+                    drop(md.recorder(scope)?);
+                } else {
+                    notice(md, scope)?;
+                }
+            }
+            let records = history::records(md.store(scope))?;
+            out.extend(versions::in_scope(scope, records, before, &filter));
+        }
+        Ok(versions::page(out, self.limit, md.settings.result_budget))
+    }
+}
+
+fn one_version(md: &Memdir, scope: &MemPath, version: u64) -> Result<HistoryResult> {
+    let store = md.store(scope);
+    let record = history::records(store)?
+        .into_iter()
+        .find(|r| r.version == version)
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!("/{} has no version {version}", store.name))
+        })?;
+    let content = if record.redacted {
+        None
+    } else {
+        md.history_content(scope.store, &record.sha256)?
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+    };
+    Ok(versions::with_content(
+        versions::shown(scope, record),
+        content,
+        md.settings.result_budget,
+    ))
+}
+
+/// The visible paths among `rels` to compare with store `i`'s history, each with its
+/// latest version there. `known_only` (after a rebuild): only paths the history knows,
+/// and with them the memories it holds that the walk did not find (gone).
+fn external_candidates(
+    md: &Memdir,
+    i: usize,
+    mut rels: Vec<String>,
+    known_only: bool,
+) -> Vec<Candidate> {
+    let heads = md.heads[i].lock().unwrap_or_else(|e| e.into_inner());
+    if known_only {
+        let found: HashSet<&str> = rels.iter().map(String::as_str).collect();
+        let gone: Vec<String> = heads
+            .live_paths()
+            .filter(|rel| !found.contains(rel))
+            .map(str::to_owned)
+            .collect();
+        rels.extend(gone);
+    }
+    rels.into_iter()
+        .filter(|rel| !rel.split('/').any(crate::store::hidden_name))
+        .filter_map(|rel| {
+            let head = heads.head(&rel).map(|h| (h.op, h.sha256.clone()));
+            (!known_only || head.is_some()).then_some((rel, head))
+        })
+        .collect()
+}
+
+/// Records the states of `rels` (under `root`'s store) as `external` versions, each
+/// read again under the lock: the state may have changed meanwhile.
+fn record_external(md: &Memdir, root: &MemPath, rels: &[String]) -> Result<()> {
+    let mut rec = md.recorder(root)?;
+    for rel in rels {
+        let current = md.current(&root.with_rel(rel)).ok().flatten();
         rec.note_current(
-            &p.rel(),
+            rel,
             current
                 .as_ref()
                 .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
         )?;
-        rec.begin()?;
-        rec.commit()?;
-        Ok(())
     }
+    rec.begin()?;
+    rec.commit()?;
+    Ok(())
+}
+
+/// Records, as `external`, a state of memory `p` that its history does not know.
+fn notice(md: &Memdir, p: &MemPath) -> Result<()> {
+    let current = match md.current(p) {
+        Ok(c) => c,
+        Err(Error::IsFolder { .. } | Error::NotAFolder { .. }) => return Ok(()),
+        Err(_) => return Ok(()),
+    };
+    if current.is_none() && !matches!(md.store(p).entry_kind(p), Ok(None)) {
+        return Ok(());
+    }
+    let mut rec = md.recorder(p)?;
+    // Re-read under the lock: the state may have changed while we waited.
+    let current = md.current(p).ok().flatten();
+    rec.note_current(
+        &p.rel(),
+        current
+            .as_ref()
+            .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
+    )?;
+    rec.begin()?;
+    rec.commit()?;
+    Ok(())
 }

@@ -164,15 +164,15 @@ impl<'r> Cursor<'r> {
     }
 }
 
-impl Memdir {
-    pub fn list(&self, req: &ListRequest) -> Result<ListResult> {
-        if req.depth == Some(0) {
+impl ListRequest<'_> {
+    pub fn run(&self, md: &Memdir) -> Result<ListResult> {
+        if self.depth == Some(0) {
             return Err(Error::InvalidArgument(
                 "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
             ));
         }
-        let roots: Vec<MemPath> = match self.target(req.path.unwrap_or("/"))? {
-            Target::AllStores => self
+        let roots: Vec<MemPath> = match md.target(self.path.unwrap_or("/"))? {
+            Target::AllStores => md
                 .stores()
                 .iter()
                 .enumerate()
@@ -180,20 +180,20 @@ impl Memdir {
                 .collect(),
             Target::Path(p) => vec![p],
         };
-        let rows = self.listed_rows(req, &roots)?;
-        let cursor = Cursor::parse(req, &roots)?;
+        let rows = listed_rows(md, self, &roots)?;
+        let cursor = Cursor::parse(self, &roots)?;
         let total = rows.len();
         let mut entries = Vec::new();
         let mut used = 0usize;
         let mut next_cursor = None;
         let mut last: Option<&Row> = None;
         for row in rows.iter().filter(|r| cursor.is_before(r)) {
-            if entries.len() == req.limit || used > self.settings.result_budget {
-                next_cursor = last.map(|r| Cursor::after(req.order, r));
+            if entries.len() == self.limit || used > md.settings.result_budget {
+                next_cursor = last.map(|r| Cursor::after(self.order, r));
                 break;
             }
             last = Some(row);
-            let entry = self.entry(row);
+            let entry = list_entry(md, row);
             used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
             entries.push(entry);
         }
@@ -203,166 +203,166 @@ impl Memdir {
             total,
         })
     }
+}
 
-    /// Every row a listing shows under `roots`, filtered by age and in its order.
-    fn listed_rows(&self, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<Row>> {
-        let top_level = req.path.is_none_or(|p| p == "/");
-        let mut rows = Vec::new();
-        for root in roots {
-            rows.extend(match (top_level, req.depth) {
-                // Listing `/` at depth 1 shows the stores themselves.
-                (true, Some(d)) => self.rows(root, Some(d - 1), Start::Shown)?,
-                _ => self.rows(root, req.depth, Start::Below)?,
-            });
-        }
-        if let Some(days) = req.older_than_days {
-            let cutoff = std::time::SystemTime::now()
-                .checked_sub(std::time::Duration::from_secs(days.saturating_mul(86_400)))
-                .unwrap_or(std::time::UNIX_EPOCH);
-            rows.retain(|r| r.modified <= cutoff);
-        }
-        match req.order {
-            ListOrder::Path => rows.sort_by(|a, b| a.canonical.cmp(&b.canonical)),
-            ListOrder::Oldest => rows.sort_by(|a, b| {
-                a.modified
-                    .cmp(&b.modified)
-                    .then_with(|| a.canonical.cmp(&b.canonical))
-            }),
-        }
-        Ok(rows)
+/// Every row a listing shows under `roots`, filtered by age and in its order.
+fn listed_rows(md: &Memdir, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<Row>> {
+    let top_level = req.path.is_none_or(|p| p == "/");
+    let mut rows = Vec::new();
+    for root in roots {
+        rows.extend(match (top_level, req.depth) {
+            // Listing `/` at depth 1 shows the stores themselves.
+            (true, Some(d)) => rows_under(md, root, Some(d - 1), Start::Shown)?,
+            _ => rows_under(md, root, req.depth, Start::Below)?,
+        });
     }
-
-    /// The folder at `raw` with its visible entries up to `depth` levels down (1 = its
-    /// immediate children). A file is [`Error::NotAFolder`].
-    pub fn tree(&self, raw: &str, depth: usize) -> Result<Tree> {
-        let start = self.path(raw)?;
-        let mut rows = self.rows(&start, Some(depth.max(1)), Start::Shown)?;
-        if rows.first().is_none_or(|r| !r.is_dir || r.path != start) {
-            return Err(Error::NotAFolder {
-                path: start.canonical(),
-            });
-        }
-        let folder = rows.remove(0);
-        rows.sort_by(|a, b| a.path.segments.cmp(&b.path.segments));
-        let base = start.segments.len();
-        Ok(Tree {
-            size_bytes: folder.size,
-            entries: rows
-                .into_iter()
-                .map(|r| TreeEntry {
-                    rel: r.path.segments[base..].join("/"),
-                    is_dir: r.is_dir,
-                    size_bytes: r.size,
-                })
-                .collect(),
-        })
+    if let Some(days) = req.older_than_days {
+        let cutoff = std::time::SystemTime::now()
+            .checked_sub(std::time::Duration::from_secs(days.saturating_mul(86_400)))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        rows.retain(|r| r.modified <= cutoff);
     }
+    match req.order {
+        ListOrder::Path => rows.sort_by(|a, b| a.canonical.cmp(&b.canonical)),
+        ListOrder::Oldest => rows.sort_by(|a, b| {
+            a.modified
+                .cmp(&b.modified)
+                .then_with(|| a.canonical.cmp(&b.canonical))
+        }),
+    }
+    Ok(rows)
+}
 
-    /// The rows under `start`: itself if it is a file; else its entries (files only when
-    /// recursive, files and rolled-up folders up to `depth`; `Some(0)` = none).
-    /// [`Start::Shown`] adds `start` as a rolled-up folder.
-    fn rows(&self, start: &MemPath, depth: Option<usize>, with: Start) -> Result<Vec<Row>> {
-        let store = self.store(start);
-        let meta = store.metadata(start)?.ok_or_else(|| Error::NotFound {
+/// The folder at `raw` with its visible entries up to `depth` levels down (1 = its
+/// immediate children). A file is [`Error::NotAFolder`].
+pub fn tree(md: &Memdir, raw: &str, depth: usize) -> Result<Tree> {
+    let start = md.path(raw)?;
+    let mut rows = rows_under(md, &start, Some(depth.max(1)), Start::Shown)?;
+    if rows.first().is_none_or(|r| !r.is_dir || r.path != start) {
+        return Err(Error::NotAFolder {
             path: start.canonical(),
-        })?;
-        if meta.kind != EntryKind::Dir {
-            return Ok(vec![Row {
-                canonical: start.canonical(),
-                path: start.clone(),
-                is_dir: false,
-                size: meta.size,
-                modified: meta.modified,
-                file_count: None,
-            }]);
-        }
-        let walked = store.walk(start, None)?;
-        let base = start.segments.len();
-        // Only folder rows show roll-ups: a recursive listing of files needs none.
-        let rollup = if depth.is_some() || with == Start::Shown {
-            rollup(&walked, base)
-        } else {
-            HashMap::new()
-        };
-        let folder_row = |path: &MemPath| {
-            let total = rollup
-                .get(path.segments.as_slice())
-                .copied()
-                .unwrap_or_default();
-            Row {
-                canonical: format!("{}/", path.canonical()),
-                path: path.clone(),
-                is_dir: true,
-                size: total.bytes,
-                modified: total.modified,
-                file_count: Some(total.files),
-            }
-        };
-        let mut rows = Vec::new();
-        if with == Start::Shown {
-            rows.push(folder_row(start));
-        }
-        for e in &walked {
-            let keep = match depth {
-                None => e.kind == EntryKind::File,
-                Some(d) => e.depth <= d,
-            };
-            if !keep {
-                continue;
-            }
-            rows.push(if e.kind == EntryKind::Dir {
-                folder_row(&e.path)
-            } else {
-                Row {
-                    canonical: e.path.canonical(),
-                    path: e.path.clone(),
-                    is_dir: false,
-                    size: e.size,
-                    modified: e.modified,
-                    file_count: None,
-                }
-            });
-        }
-        Ok(rows)
+        });
     }
+    let folder = rows.remove(0);
+    rows.sort_by(|a, b| a.path.segments.cmp(&b.path.segments));
+    let base = start.segments.len();
+    Ok(Tree {
+        size_bytes: folder.size,
+        entries: rows
+            .into_iter()
+            .map(|r| TreeEntry {
+                rel: r.path.segments[base..].join("/"),
+                is_dir: r.is_dir,
+                size_bytes: r.size,
+            })
+            .collect(),
+    })
+}
 
-    /// Completes a row on the page: hash and frontmatter for files.
-    fn entry(&self, row: &Row) -> ListEntry {
-        let mut entry = ListEntry {
-            path: row.canonical.clone(),
-            is_dir: row.is_dir,
-            size_bytes: row.size,
-            content_sha256: None,
-            updated_at: text::rfc3339(row.modified),
-            name: None,
-            description: None,
-            kind: None,
-            file_count: row.file_count,
-            expires_at: None,
-            expired: false,
-        };
-        // A folder without files has no newest file: its own time is what it has (not
-        // 1970, the time of nothing).
-        if row.file_count == Some(0)
-            && let Ok(Some(meta)) = self.store(&row.path).metadata(&row.path)
-        {
-            entry.updated_at = text::rfc3339(meta.modified);
-        }
-        if !row.is_dir
-            && let Ok(Some(cur)) = self.current(&row.path)
-        {
-            entry.size_bytes = cur.text.len() as u64;
-            entry.content_sha256 = Some(cur.sha256);
-            if let Some(fm) = Self::frontmatter(&cur.text) {
-                let expiry = super::Expiry::of_frontmatter(Some(&fm));
-                (entry.expires_at, entry.expired) = (expiry.at, expiry.expired);
-                entry.name = fm.name;
-                entry.description = fm.description;
-                entry.kind = fm.kind;
-            }
-        }
-        entry
+/// The rows under `start`: itself if it is a file; else its entries (files only when
+/// recursive, files and rolled-up folders up to `depth`; `Some(0)` = none).
+/// [`Start::Shown`] adds `start` as a rolled-up folder.
+fn rows_under(md: &Memdir, start: &MemPath, depth: Option<usize>, with: Start) -> Result<Vec<Row>> {
+    let store = md.store(start);
+    let meta = store.metadata(start)?.ok_or_else(|| Error::NotFound {
+        path: start.canonical(),
+    })?;
+    if meta.kind != EntryKind::Dir {
+        return Ok(vec![Row {
+            canonical: start.canonical(),
+            path: start.clone(),
+            is_dir: false,
+            size: meta.size,
+            modified: meta.modified,
+            file_count: None,
+        }]);
     }
+    let walked = store.walk(start, None)?;
+    let base = start.segments.len();
+    // Only folder rows show roll-ups: a recursive listing of files needs none.
+    let rollup = if depth.is_some() || with == Start::Shown {
+        rollup(&walked, base)
+    } else {
+        HashMap::new()
+    };
+    let folder_row = |path: &MemPath| {
+        let total = rollup
+            .get(path.segments.as_slice())
+            .copied()
+            .unwrap_or_default();
+        Row {
+            canonical: format!("{}/", path.canonical()),
+            path: path.clone(),
+            is_dir: true,
+            size: total.bytes,
+            modified: total.modified,
+            file_count: Some(total.files),
+        }
+    };
+    let mut rows = Vec::new();
+    if with == Start::Shown {
+        rows.push(folder_row(start));
+    }
+    for e in &walked {
+        let keep = match depth {
+            None => e.kind == EntryKind::File,
+            Some(d) => e.depth <= d,
+        };
+        if !keep {
+            continue;
+        }
+        rows.push(if e.kind == EntryKind::Dir {
+            folder_row(&e.path)
+        } else {
+            Row {
+                canonical: e.path.canonical(),
+                path: e.path.clone(),
+                is_dir: false,
+                size: e.size,
+                modified: e.modified,
+                file_count: None,
+            }
+        });
+    }
+    Ok(rows)
+}
+
+/// Completes a row on the page: hash and frontmatter for files.
+fn list_entry(md: &Memdir, row: &Row) -> ListEntry {
+    let mut entry = ListEntry {
+        path: row.canonical.clone(),
+        is_dir: row.is_dir,
+        size_bytes: row.size,
+        content_sha256: None,
+        updated_at: text::rfc3339(row.modified),
+        name: None,
+        description: None,
+        kind: None,
+        file_count: row.file_count,
+        expires_at: None,
+        expired: false,
+    };
+    // A folder without files has no newest file: its own time is what it has (not
+    // 1970, the time of nothing).
+    if row.file_count == Some(0)
+        && let Ok(Some(meta)) = md.store(&row.path).metadata(&row.path)
+    {
+        entry.updated_at = text::rfc3339(meta.modified);
+    }
+    if !row.is_dir
+        && let Ok(Some(cur)) = md.current(&row.path)
+    {
+        entry.size_bytes = cur.text.len() as u64;
+        entry.content_sha256 = Some(cur.sha256);
+        if let Some(fm) = Memdir::frontmatter(&cur.text) {
+            let expiry = super::Expiry::of_frontmatter(Some(&fm));
+            (entry.expires_at, entry.expired) = (expiry.at, expiry.expired);
+            entry.name = fm.name;
+            entry.description = fm.description;
+            entry.kind = fm.kind;
+        }
+    }
+    entry
 }
 
 /// Nanoseconds since the epoch (0 before it).

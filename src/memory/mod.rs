@@ -1,23 +1,39 @@
-//! The memory operations behind the tools, independent of MCP: each validates its input,
-//! resolves paths (layer 1), then works through a [`Store`] (layer 2). Results are plain
-//! structs; `crate::mcp` turns them into tool results.
+//! The memory operations behind the tools and the command line, independent of MCP. A
+//! [`Memdir`] is their context: the stores and settings, each store's search index and
+//! history head, the notices, and the path resolution every operation starts with
+//! (layer 1). Each operation then works through a [`Store`] (layer 2) and returns plain
+//! structs; `crate::mcp` and `crate::cli` render them.
 //!
-//! Layout: this file holds the shared state and reading; `write` holds every mutation;
-//! `record` records mutations in the history and `history` reads it back;
-//! `list` lists; `memory_md` renders a store's `MEMORY.md` index; `search` searches (with `crate::search` for matching and ranking);
-//! `sync` keeps the search index in step with the files.
+//! Layout: one file per operation, each taking the `Memdir` — a request type's `run(md)`
+//! (`WriteRequest`, `RestoreRequest`, `EditRequest`, `ListRequest`, `SearchRequest`,
+//! `HistoryRequest`) or a function `op(md, ..)`:
+//! - `read`: `memory_read` and a memory's whole text;
+//! - `write`: write and restore; `edit`: replace, insert, append; `rename`: moves;
+//!   `delete`: files and folders; `mutation`: what the mutations share;
+//! - `list`: listings and trees; `search`: search (matching and ranking are
+//!   `crate::search`'s); `history`: versions, and changes made outside memdir;
+//! - `check`: `memdir check`; `upkeep`: expired memories, writing `MEMORY.md`;
+//!   `memory_md`: a store's `MEMORY.md` index; `archive`: export and import;
+//!   `feed`: changes for resource subscriptions;
+//! - `record` and `sync`: the context's hold on each store's history (`crate::history`)
+//!   and search index (`crate::search::fresh`); `notice`: what the operator hears of.
 
-mod archive;
-mod check;
+pub mod archive;
+pub mod check;
+pub mod delete;
+mod edit;
 mod feed;
 mod history;
-mod list;
-mod memory_md;
+pub mod list;
+pub mod memory_md;
+mod mutation;
 mod notice;
-mod record;
+pub mod read;
+pub mod record;
+mod rename;
 mod search;
-mod sync;
-mod upkeep;
+pub mod sync;
+pub mod upkeep;
 mod write;
 
 use std::time::SystemTime;
@@ -32,17 +48,18 @@ pub use crate::history::EXTERNAL;
 pub use crate::store::IndexLocation;
 pub use archive::ArchiveSummary;
 pub use check::StoreCheck;
+pub use delete::DeleteResult;
+pub use edit::{EditOp, EditRequest, EditResult};
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
 pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use notice::{Level, Notice, Notices};
+pub use read::{Freshness, ReadResult};
 pub use search::{SearchHit, SearchRequest, SearchResult};
 pub use sync::Progress;
 pub use upkeep::Expired;
-pub use write::{
-    DeleteResult, EditOp, EditRequest, EditResult, RestoreRequest, WriteRequest, WriteResult,
-};
+pub use write::{RestoreRequest, WriteRequest, WriteResult};
 
 /// Limits and switches that apply to every store.
 #[derive(Clone, Debug)]
@@ -86,41 +103,6 @@ pub struct Memdir {
     heads: Vec<std::sync::Mutex<crate::history::Heads>>,
     /// What the operator should hear of (see `notice`).
     notices: Notices,
-}
-
-/// `memory_read`'s result.
-#[derive(Debug)]
-pub struct ReadResult {
-    pub path: String,
-    /// The selected lines, byte for byte (the whole file when no range was asked).
-    pub content: String,
-    /// Hash of the whole file, for `expected_sha256`.
-    pub content_sha256: String,
-    pub size_bytes: u64,
-    pub total_lines: usize,
-    pub start_line: usize,
-    pub end_line: usize,
-    pub updated_at: String,
-    pub age_days: u64,
-    /// Frontmatter `expires` (or `expires_at`) as an RFC 3339 UTC time.
-    pub expires_at: Option<String>,
-    /// That time has passed.
-    pub expired: bool,
-    /// The selection did not fit the result budget and was cut at `end_line`.
-    pub truncated: bool,
-    /// `(line, its length, bytes shown)` when one line alone was longer than the budget
-    /// and only its head is shown (it is then `end_line`).
-    pub long_line: Option<(usize, usize, usize)>,
-}
-
-/// How fresh a memory is: what a reader is told before its lines (see [`Memdir::read`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Freshness<'a> {
-    pub updated_at: &'a str,
-    pub age_days: u64,
-    /// Frontmatter `expires` as an RFC 3339 UTC time.
-    pub expires_at: Option<&'a str>,
-    pub expired: bool,
 }
 
 /// A file read and decoded, as several operations need it.
@@ -249,115 +231,6 @@ impl Memdir {
         }
     }
 
-    /// Reads a memory, whole or a line range, within the result budget less the bytes
-    /// the caller puts before the numbered lines: `header` gives them from the memory's
-    /// freshness (the notes of `memory_read`, the compatibility profile's heading).
-    pub fn read(
-        &self,
-        raw: &str,
-        view_range: Option<(i64, i64)>,
-        header: &dyn Fn(Freshness<'_>) -> usize,
-    ) -> Result<ReadResult> {
-        let (p, cur) = self.existing(raw)?;
-        let all: Vec<&str> = cur.text.split_inclusive('\n').collect();
-        let total = all.len();
-        let (start, end) = resolve_range(view_range, total)?;
-        let age_days = text::age_days(cur.modified);
-        let updated_at = text::rfc3339(cur.modified);
-        let expiry = Expiry::of(&cur.text);
-        let reserve = header(Freshness {
-            updated_at: &updated_at,
-            age_days,
-            expires_at: expiry.at.as_deref(),
-            expired: expiry.expired,
-        });
-        let budget = self.settings.result_budget.saturating_sub(reserve);
-        let mut last = start.saturating_sub(1);
-        let mut body = String::new();
-        // The first line alone may not fit (one long line of minified JSON, say): then
-        // only its head is shown, and `content` holds just that head.
-        let mut cut_line = None;
-        // When the selection does not fit whole, room is kept for the note that says
-        // where to continue.
-        let whole: usize = (start..=end).map(|n| all[n - 1].len() + 8).sum();
-        let limit = if whole <= budget {
-            budget
-        } else {
-            budget.saturating_sub(READ_NOTE_ROOM)
-        };
-        for n in start..=end {
-            let line = all[n - 1].strip_suffix('\n').unwrap_or(all[n - 1]);
-            let line = line.strip_suffix('\r').unwrap_or(line);
-            let before = body.len();
-            if n > start {
-                body.push('\n');
-            }
-            text::numbered_line(&mut body, n, line);
-            if body.len() > limit {
-                body.truncate(before);
-                if n > start {
-                    break;
-                }
-                let room = budget.saturating_sub(LONG_LINE_NOTE_ROOM);
-                let head = &line[..text::floor_char_boundary(line, room)];
-                text::numbered_line(&mut body, n, head);
-                cut_line = Some((n, line.len(), head.len()));
-                last = n;
-                break;
-            }
-            last = n;
-        }
-        let truncated = last < end || cut_line.is_some();
-        let content = if let Some((n, _, shown)) = cut_line {
-            all[n - 1][..shown].to_owned()
-        } else if start == 1 && last == total {
-            cur.text.clone()
-        } else {
-            all[start.saturating_sub(1).min(last)..last].concat()
-        };
-        Ok(ReadResult {
-            path: p.canonical(),
-            content,
-            size_bytes: cur.text.len() as u64,
-            content_sha256: cur.sha256,
-            total_lines: total,
-            start_line: start.min(last.max(1)),
-            end_line: last,
-            updated_at,
-            age_days,
-            expires_at: expiry.at,
-            expired: expiry.expired,
-            truncated,
-            long_line: cut_line,
-        })
-    }
-
-    /// A memory's whole text (for MCP resources, which are read whole).
-    pub fn text(&self, raw: &str) -> Result<String> {
-        Ok(self.existing(raw)?.1.text)
-    }
-
-    /// The memory at `raw`, read: a store itself is a folder, nothing there is not found.
-    fn existing(&self, raw: &str) -> Result<(MemPath, Current)> {
-        let p = self.path(raw)?;
-        if p.is_root() {
-            return Err(Error::IsFolder {
-                path: p.canonical(),
-            });
-        }
-        let cur = self.current(&p)?.ok_or_else(|| Error::NotFound {
-            path: p.canonical(),
-        })?;
-        // A trailing `/` names a folder, as delete and move read it: a file is never
-        // read under its name with the slash dropped.
-        if raw.len() > 1 && raw.ends_with('/') {
-            return Err(Error::NotAFolder {
-                path: p.canonical(),
-            });
-        }
-        Ok((p, cur))
-    }
-
     /// Frontmatter of a memory's text, for list and search results.
     pub(crate) fn frontmatter(text: &str) -> Option<Frontmatter> {
         frontmatter::parse(text)
@@ -388,52 +261,5 @@ impl Expiry {
             },
             None => Expiry::default(),
         }
-    }
-}
-
-/// Bytes of the result budget kept for the note that ends a read cut after a line.
-const READ_NOTE_ROOM: usize = 160;
-/// Bytes kept for the note after a line cut short, and its line-number prefix.
-const LONG_LINE_NOTE_ROOM: usize = 320;
-
-/// Turns an optional `[start, end]` (1-based, inclusive, `-1` = to the end) into a range
-/// of existing lines. An empty file reads as the empty range `1..=0`.
-fn resolve_range(range: Option<(i64, i64)>, total: usize) -> Result<(usize, usize)> {
-    let Some((start, end)) = range else {
-        return Ok((1, total));
-    };
-    let bad = |why: String| Err(Error::ViewRange { start, end, why });
-    if start < 1 {
-        return bad("lines are numbered from 1".into());
-    }
-    if start as usize > total.max(1) {
-        return bad(format!(
-            "the memory has {total} lines; start must be at most {}",
-            total.max(1)
-        ));
-    }
-    let end = if end == -1 { total as i64 } else { end };
-    if end < start {
-        if total == 0 {
-            return Ok((1, 0));
-        }
-        return bad("end must be at least start, or -1 for the end of the memory".into());
-    }
-    Ok((start as usize, (end as usize).min(total)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::resolve_range;
-
-    #[test]
-    fn resolves_view_ranges() {
-        assert_eq!(resolve_range(None, 5).unwrap(), (1, 5));
-        assert_eq!(resolve_range(Some((2, -1)), 5).unwrap(), (2, 5));
-        assert_eq!(resolve_range(Some((2, 99)), 5).unwrap(), (2, 5));
-        assert_eq!(resolve_range(Some((1, -1)), 0).unwrap(), (1, 0));
-        assert!(resolve_range(Some((0, 2)), 5).is_err());
-        assert!(resolve_range(Some((6, -1)), 5).is_err());
-        assert!(resolve_range(Some((3, 2)), 5).is_err());
     }
 }

@@ -1,4 +1,4 @@
-//! The memory operations' hold on each store's history: taking a [`Recorder`] (the
+//! The memory operations' hold on each store's history: taking a `Recorder` (the
 //! store lock, after repairing what a crashed mutation left, with its repairs sent as
 //! notices), redaction, start-up retention, and reading kept content.
 
@@ -53,53 +53,6 @@ impl Memdir {
         }
     }
 
-    /// Redacts version `version` of store `store_name` (the first store if `None`): its
-    /// content and path are erased, who and when stay.
-    pub fn redact(&self, store_name: Option<&str>, version: u64) -> Result<Record> {
-        let root = self.store_root(store_name)?;
-        let rec = self.recorder(&root)?;
-        let redacted = history::redact(self.store(&root), version)?;
-        rec.finish()?;
-        Ok(redacted)
-    }
-
-    /// Start-up upkeep of every writable store's history: completes what a crash left
-    /// (repair happens whenever the lock is taken) and applies the retention settings.
-    /// Returns how many versions the retention dropped.
-    pub fn maintain(&self) -> Result<usize> {
-        let retention = self.settings.retention;
-        if !self.settings.history {
-            return Ok(0);
-        }
-        let mut dropped = 0;
-        for (i, store) in self.stores().iter().enumerate() {
-            if store.read_only {
-                continue;
-            }
-            let root = MemPath::root(i, &store.name);
-            let rec = self.recorder(&root)?;
-            if retention.keep_versions.is_none() && retention.keep_days.is_none() {
-                rec.finish()?;
-                continue;
-            }
-            let live: std::collections::HashMap<String, String> = store
-                .walk(&root, None)?
-                .into_iter()
-                .filter(|e| e.kind == crate::store::EntryKind::File)
-                .filter_map(|e| {
-                    store
-                        .read(&e.path)
-                        .ok()
-                        .map(|d| (e.path.rel(), text::sha256_hex(&d.bytes)))
-                })
-                .collect();
-            let today = text::days_since_epoch(std::time::SystemTime::now());
-            dropped += history::prune(store, retention, &live, today)?;
-            rec.finish()?;
-        }
-        Ok(dropped)
-    }
-
     pub(super) fn store_root(&self, store_name: Option<&str>) -> Result<MemPath> {
         let i = match store_name {
             None => 0,
@@ -140,4 +93,51 @@ impl Memdir {
             Op::Created | Op::Modified => sha.as_deref() == Some(r.sha256.as_str()),
         }
     }
+}
+
+/// Redacts version `version` of store `store_name` (the first store if `None`): its
+/// content and path are erased, who and when stay.
+pub fn redact(md: &Memdir, store_name: Option<&str>, version: u64) -> Result<Record> {
+    let root = md.store_root(store_name)?;
+    let rec = md.recorder(&root)?;
+    let redacted = history::redact(md.store(&root), version)?;
+    rec.finish()?;
+    Ok(redacted)
+}
+
+/// Start-up upkeep of every writable store's history: completes what a crash left
+/// (repair happens whenever the lock is taken) and applies the retention settings.
+/// Returns how many versions the retention dropped.
+pub fn maintain(md: &Memdir) -> Result<usize> {
+    let retention = md.settings.retention;
+    if !md.settings.history {
+        return Ok(0);
+    }
+    let mut dropped = 0;
+    for (i, store) in md.stores().iter().enumerate() {
+        if store.read_only {
+            continue;
+        }
+        let root = MemPath::root(i, &store.name);
+        let rec = md.recorder(&root)?;
+        if retention.keep_versions.is_none() && retention.keep_days.is_none() {
+            rec.finish()?;
+            continue;
+        }
+        let live: std::collections::HashMap<String, String> = store
+            .walk(&root, None)?
+            .into_iter()
+            .filter(|e| e.kind == crate::store::EntryKind::File)
+            .filter_map(|e| {
+                store
+                    .read(&e.path)
+                    .ok()
+                    .map(|d| (e.path.rel(), text::sha256_hex(&d.bytes)))
+            })
+            .collect();
+        let today = text::days_since_epoch(std::time::SystemTime::now());
+        dropped += history::prune(store, retention, &live, today)?;
+        rec.finish()?;
+    }
+    Ok(dropped)
 }

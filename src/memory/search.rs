@@ -136,19 +136,19 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
     .transpose()
 }
 
-impl Memdir {
-    pub fn search(&self, req: &SearchRequest, progress: Progress) -> Result<SearchResult> {
-        let offset = cursor_offset(req.cursor)?;
+impl SearchRequest<'_> {
+    pub fn run(&self, md: &Memdir, progress: Progress) -> Result<SearchResult> {
+        let offset = cursor_offset(self.cursor)?;
         let filters = Filters {
-            kind: req.kind,
-            tag: req.tag,
-            live_at: (!req.include_expired).then(text::now_secs),
-            after_ns: instant_ns("updated_after", req.updated_after)?,
-            before_ns: instant_ns("updated_before", req.updated_before)?,
-            order: req.order,
+            kind: self.kind,
+            tag: self.tag,
+            live_at: (!self.include_expired).then(text::now_secs),
+            after_ns: instant_ns("updated_after", self.updated_after)?,
+            before_ns: instant_ns("updated_before", self.updated_before)?,
+            order: self.order,
         };
-        let query = Query::parse(req.query);
-        let scopes = self.scopes(req.path)?;
+        let query = Query::parse(self.query);
+        let scopes = scopes(md, self.path)?;
         let mut result = SearchResult {
             hits: Vec::new(),
             total_hits: 0,
@@ -159,19 +159,19 @@ impl Memdir {
         if query.is_empty() {
             return Ok(result);
         }
-        let need = offset + req.limit;
+        let need = offset + self.limit;
         for attempt in 0..ATTEMPTS {
-            let mut ranking = self.rank(&query, &scopes, &filters, Combine::All, need, progress)?;
+            let mut ranking = rank(md, &query, &scopes, &filters, Combine::All, need, progress)?;
             let relaxed = ranking.total == 0 && query.clauses.len() > 1;
             if relaxed {
-                ranking = self.rank(&query, &scopes, &filters, Combine::Any, need, progress)?;
+                ranking = rank(md, &query, &scopes, &filters, Combine::Any, need, progress)?;
             }
             let Ranking {
                 total,
                 best,
                 candidates: mut ranked,
             } = ranking;
-            match req.order {
+            match self.order {
                 Order::Relevance => ranked.sort_by(|a, b| {
                     b.score
                         .total_cmp(&a.score)
@@ -183,7 +183,7 @@ impl Memdir {
                         .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
                 }),
             }
-            let (mut hits, stale) = self.show(&query, ranked.iter().skip(offset).take(req.limit));
+            let (mut hits, stale) = show(md, &query, ranked.iter().skip(offset).take(self.limit));
             for hit in &mut hits {
                 hit.score = relative(hit.score, best);
             }
@@ -202,233 +202,233 @@ impl Memdir {
         }
         Ok(result)
     }
+}
 
-    /// Where to search: every store, or one path with its prefix in the index.
-    fn scopes(&self, path: Option<&str>) -> Result<Vec<(MemPath, Option<String>)>> {
-        Ok(match self.target(path.unwrap_or("/"))? {
-            Target::AllStores => self
-                .stores()
-                .iter()
-                .enumerate()
-                .map(|(i, s)| (MemPath::root(i, &s.name), None))
-                .collect(),
-            Target::Path(p) => {
-                let prefix = self.scope_prefix(&p)?;
-                vec![(p, prefix)]
+/// Where to search: every store, or one path with its prefix in the index.
+fn scopes(md: &Memdir, path: Option<&str>) -> Result<Vec<(MemPath, Option<String>)>> {
+    Ok(match md.target(path.unwrap_or("/"))? {
+        Target::AllStores => md
+            .stores()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (MemPath::root(i, &s.name), None))
+            .collect(),
+        Target::Path(p) => {
+            let prefix = scope_prefix(md, &p)?;
+            vec![(p, prefix)]
+        }
+    })
+}
+
+/// `None` for a store root; `rel/` for a folder; `rel` for a file.
+fn scope_prefix(md: &Memdir, p: &MemPath) -> Result<Option<String>> {
+    if p.is_root() {
+        return Ok(None);
+    }
+    match md.store(p).metadata(p)? {
+        None => Err(Error::NotFound {
+            path: p.canonical(),
+        }),
+        Some(m) if m.kind == EntryKind::Dir => Ok(Some(format!("{}/", p.rel()))),
+        Some(_) => Ok(Some(p.rel())),
+    }
+}
+
+/// Every scope's matches: the total, the best score, and the top `need` of each.
+fn rank(
+    md: &Memdir,
+    query: &Query,
+    scopes: &[(MemPath, Option<String>)],
+    filters: &Filters,
+    combine: Combine,
+    need: usize,
+    progress: Progress,
+) -> Result<Ranking> {
+    let mut out = Ranking::default();
+    for (scope, prefix) in scopes {
+        let filter = Scope {
+            prefix: prefix.as_deref(),
+            kind: filters.kind,
+            tag: filters.tag,
+            live_at: filters.live_at,
+            updated_after_ns: filters.after_ns,
+            updated_before_ns: filters.before_ns,
+        };
+        let indexed = md.with_index(scope.store, progress, |index| {
+            index.query_page(&query.clauses, combine, &filter, filters.order, 0, need)
+        })?;
+        match indexed {
+            Some(Ok(page)) => {
+                out.total += page.total;
+                out.best = out.best.max(page.best);
+                out.candidates
+                    .extend(page.rows.into_iter().map(|r| Candidate {
+                        path: scope.with_rel(&r.rel),
+                        score: r.score,
+                        modified_ns: r.stamp.mtime_ns,
+                        indexed: Some(r.stamp),
+                    }));
             }
-        })
-    }
-
-    /// `None` for a store root; `rel/` for a folder; `rel` for a file.
-    fn scope_prefix(&self, p: &MemPath) -> Result<Option<String>> {
-        if p.is_root() {
-            return Ok(None);
-        }
-        match self.store(p).metadata(p)? {
-            None => Err(Error::NotFound {
-                path: p.canonical(),
-            }),
-            Some(m) if m.kind == EntryKind::Dir => Ok(Some(format!("{}/", p.rel()))),
-            Some(_) => Ok(Some(p.rel())),
-        }
-    }
-
-    /// Every scope's matches: the total, the best score, and the top `need` of each.
-    fn rank(
-        &self,
-        query: &Query,
-        scopes: &[(MemPath, Option<String>)],
-        filters: &Filters,
-        combine: Combine,
-        need: usize,
-        progress: Progress,
-    ) -> Result<Ranking> {
-        let mut out = Ranking::default();
-        for (scope, prefix) in scopes {
-            let filter = Scope {
-                prefix: prefix.as_deref(),
-                kind: filters.kind,
-                tag: filters.tag,
-                live_at: filters.live_at,
-                updated_after_ns: filters.after_ns,
-                updated_before_ns: filters.before_ns,
-            };
-            let indexed = self.with_index(scope.store, progress, |index| {
-                index.query_page(&query.clauses, combine, &filter, filters.order, 0, need)
-            })?;
-            match indexed {
-                Some(Ok(page)) => {
-                    out.total += page.total;
-                    out.best = out.best.max(page.best);
-                    out.candidates
-                        .extend(page.rows.into_iter().map(|r| Candidate {
-                            path: scope.with_rel(&r.rel),
-                            score: r.score,
-                            modified_ns: r.stamp.mtime_ns,
-                            indexed: Some(r.stamp),
-                        }));
+            other => {
+                if let Some(Err(e)) = other {
+                    tracing::warn!(error = %e, "index query failed; scanning");
                 }
-                other => {
-                    if let Some(Err(e)) = other {
-                        tracing::warn!(error = %e, "index query failed; scanning");
-                    }
-                    let rows = self.scan(query, scope, filters, combine)?;
-                    out.total += rows.len();
-                    out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
-                    out.candidates.extend(rows);
-                }
+                let rows = scan(md, query, scope, filters, combine)?;
+                out.total += rows.len();
+                out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
+                out.candidates.extend(rows);
             }
         }
-        Ok(out)
     }
+    Ok(out)
+}
 
-    /// Reads each hit to show it. Returns the hits and whether any was stale (its file
-    /// changed since it was indexed, or no longer matches).
-    fn show<'c>(
-        &self,
-        query: &Query,
-        page: impl Iterator<Item = &'c Candidate>,
-    ) -> (Vec<SearchHit>, bool) {
-        let mut hits = Vec::new();
-        let mut stale = false;
-        let mut used = 0usize;
-        // The page's memories, read together (one query for a database store).
-        let page: Vec<&Candidate> = page.collect();
-        let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
-        let currents = self.current_many(&paths);
-        for (c, current) in page.into_iter().zip(currents) {
-            if used > self.settings.result_budget {
-                break;
-            }
-            let current = current.ok().flatten();
-            let fresh = match (&current, c.indexed) {
-                (Some(cur), Some(stamp)) => cur.stamp == stamp,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            let Some(cur) = current.filter(|_| fresh) else {
-                self.resync(&c.path);
-                stale = true;
-                continue;
-            };
-            let Some((line, lines)) = shown_lines(query, &cur.text, 3) else {
-                self.resync(&c.path);
-                stale = true;
-                continue;
-            };
-            let mut snippet = String::new();
-            for (n, l) in lines {
-                if !snippet.is_empty() {
-                    snippet.push('\n');
-                }
-                text::numbered_line(&mut snippet, n, &clip(l, query));
-            }
-            let fm = Self::frontmatter(&cur.text);
-            let now = text::now_secs();
-            let hit = SearchHit {
-                path: c.path.canonical(),
-                score: c.score,
-                line,
-                snippet,
-                expired: fm
-                    .as_ref()
-                    .and_then(|f| f.expires())
-                    .is_some_and(|e| e <= now),
-                name: fm.as_ref().and_then(|f| f.name.clone()),
-                description: fm.and_then(|f| f.description),
-                updated_at: text::rfc3339(cur.modified),
-            };
-            used += hit.snippet.len() + hit.path.len() + 100;
-            hits.push(hit);
+/// Reads each hit to show it. Returns the hits and whether any was stale (its file
+/// changed since it was indexed, or no longer matches).
+fn show<'c>(
+    md: &Memdir,
+    query: &Query,
+    page: impl Iterator<Item = &'c Candidate>,
+) -> (Vec<SearchHit>, bool) {
+    let mut hits = Vec::new();
+    let mut stale = false;
+    let mut used = 0usize;
+    // The page's memories, read together (one query for a database store).
+    let page: Vec<&Candidate> = page.collect();
+    let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
+    let currents = md.current_many(&paths);
+    for (c, current) in page.into_iter().zip(currents) {
+        if used > md.settings.result_budget {
+            break;
         }
-        (hits, stale)
-    }
-
-    /// The scan: every visible file under `scope` read and matched, BM25 over that set.
-    fn scan(
-        &self,
-        query: &Query,
-        scope: &MemPath,
-        req: &Filters,
-        combine: Combine,
-    ) -> Result<Vec<Candidate>> {
-        let mut matched = Vec::new();
-        let (mut docs, mut total_len) = (0u64, 0u64);
-        let mut df = vec![0u32; query.clauses.len()];
-        for path in self.files_under(scope)? {
-            let cur = match self.current(&path) {
-                Ok(Some(cur)) => cur,
-                Err(e @ Error::Database { .. }) => return Err(e),
-                _ => continue,
-            };
-            let fm = Self::frontmatter(&cur.text);
-            if let Some(kind) = req.kind
-                && fm.as_ref().and_then(|f| f.kind.as_deref()) != Some(kind)
-            {
-                continue;
+        let current = current.ok().flatten();
+        let fresh = match (&current, c.indexed) {
+            (Some(cur), Some(stamp)) => cur.stamp == stamp,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let Some(cur) = current.filter(|_| fresh) else {
+            md.resync(&c.path);
+            stale = true;
+            continue;
+        };
+        let Some((line, lines)) = shown_lines(query, &cur.text, 3) else {
+            md.resync(&c.path);
+            stale = true;
+            continue;
+        };
+        let mut snippet = String::new();
+        for (n, l) in lines {
+            if !snippet.is_empty() {
+                snippet.push('\n');
             }
-            if let Some(tag) = req.tag
-                && !fm.as_ref().is_some_and(|f| f.tags.iter().any(|t| t == tag))
-            {
-                continue;
-            }
-            if let Some(now) = req.live_at
-                && fm
-                    .as_ref()
-                    .and_then(|f| f.expires())
-                    .is_some_and(|e| e <= now)
-            {
-                continue;
-            }
-            let modified_ns = nanos(cur.modified);
-            if req.after_ns.is_some_and(|a| modified_ns < a)
-                || req.before_ns.is_some_and(|b| modified_ns >= b)
-            {
-                continue;
-            }
-            let m = DocMatch::of(query, &cur.text);
-            docs += 1;
-            total_len += m.len as u64;
-            for (d, &tf) in df.iter_mut().zip(&m.tf) {
-                *d += (tf > 0) as u32;
-            }
-            let keep = match combine {
-                Combine::All => m.all(),
-                Combine::Any => m.any(),
-            };
-            if keep {
-                matched.push((path, m, modified_ns));
-            }
+            text::numbered_line(&mut snippet, n, &clip(l, query));
         }
-        let scorer = Scorer::new(&df, docs, total_len);
-        Ok(matched
-            .into_iter()
-            .map(|(path, m, modified_ns)| Candidate {
-                score: scorer.score(&m),
-                path,
-                modified_ns,
-                indexed: None,
-            })
-            .collect())
+        let fm = Memdir::frontmatter(&cur.text);
+        let now = text::now_secs();
+        let hit = SearchHit {
+            path: c.path.canonical(),
+            score: c.score,
+            line,
+            snippet,
+            expired: fm
+                .as_ref()
+                .and_then(|f| f.expires())
+                .is_some_and(|e| e <= now),
+            name: fm.as_ref().and_then(|f| f.name.clone()),
+            description: fm.and_then(|f| f.description),
+            updated_at: text::rfc3339(cur.modified),
+        };
+        used += hit.snippet.len() + hit.path.len() + 100;
+        hits.push(hit);
     }
+    (hits, stale)
+}
 
-    /// The visible files at or under `scope` (an error only when the database holding the
-    /// store is away).
-    fn files_under(&self, scope: &MemPath) -> Result<Vec<MemPath>> {
-        let store = self.store(scope);
-        Ok(match store.metadata(scope) {
-            Ok(Some(m)) if m.kind == EntryKind::Dir => match store.walk(scope, None) {
-                Ok(entries) => entries
-                    .into_iter()
-                    .filter(|e| e.kind == EntryKind::File)
-                    .map(|e| e.path)
-                    .collect(),
-                Err(e @ Error::Database { .. }) => return Err(e),
-                Err(_) => Vec::new(),
-            },
-            Ok(Some(_)) => vec![scope.clone()],
+/// The scan: every visible file under `scope` read and matched, BM25 over that set.
+fn scan(
+    md: &Memdir,
+    query: &Query,
+    scope: &MemPath,
+    req: &Filters,
+    combine: Combine,
+) -> Result<Vec<Candidate>> {
+    let mut matched = Vec::new();
+    let (mut docs, mut total_len) = (0u64, 0u64);
+    let mut df = vec![0u32; query.clauses.len()];
+    for path in files_under(md, scope)? {
+        let cur = match md.current(&path) {
+            Ok(Some(cur)) => cur,
             Err(e @ Error::Database { .. }) => return Err(e),
-            _ => Vec::new(),
-        })
+            _ => continue,
+        };
+        let fm = Memdir::frontmatter(&cur.text);
+        if let Some(kind) = req.kind
+            && fm.as_ref().and_then(|f| f.kind.as_deref()) != Some(kind)
+        {
+            continue;
+        }
+        if let Some(tag) = req.tag
+            && !fm.as_ref().is_some_and(|f| f.tags.iter().any(|t| t == tag))
+        {
+            continue;
+        }
+        if let Some(now) = req.live_at
+            && fm
+                .as_ref()
+                .and_then(|f| f.expires())
+                .is_some_and(|e| e <= now)
+        {
+            continue;
+        }
+        let modified_ns = nanos(cur.modified);
+        if req.after_ns.is_some_and(|a| modified_ns < a)
+            || req.before_ns.is_some_and(|b| modified_ns >= b)
+        {
+            continue;
+        }
+        let m = DocMatch::of(query, &cur.text);
+        docs += 1;
+        total_len += m.len as u64;
+        for (d, &tf) in df.iter_mut().zip(&m.tf) {
+            *d += (tf > 0) as u32;
+        }
+        let keep = match combine {
+            Combine::All => m.all(),
+            Combine::Any => m.any(),
+        };
+        if keep {
+            matched.push((path, m, modified_ns));
+        }
     }
+    let scorer = Scorer::new(&df, docs, total_len);
+    Ok(matched
+        .into_iter()
+        .map(|(path, m, modified_ns)| Candidate {
+            score: scorer.score(&m),
+            path,
+            modified_ns,
+            indexed: None,
+        })
+        .collect())
+}
+
+/// The visible files at or under `scope` (an error only when the database holding the
+/// store is away).
+fn files_under(md: &Memdir, scope: &MemPath) -> Result<Vec<MemPath>> {
+    let store = md.store(scope);
+    Ok(match store.metadata(scope) {
+        Ok(Some(m)) if m.kind == EntryKind::Dir => match store.walk(scope, None) {
+            Ok(entries) => entries
+                .into_iter()
+                .filter(|e| e.kind == EntryKind::File)
+                .map(|e| e.path)
+                .collect(),
+            Err(e @ Error::Database { .. }) => return Err(e),
+            Err(_) => Vec::new(),
+        },
+        Ok(Some(_)) => vec![scope.clone()],
+        Err(e @ Error::Database { .. }) => return Err(e),
+        _ => Vec::new(),
+    })
 }

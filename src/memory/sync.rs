@@ -52,26 +52,26 @@ impl Memdir {
         self.indexes[p.store].resync(self.store(p), p);
     }
 
-    /// Brings every store's index up to date and learns its document lengths (at
-    /// start-up, in the background).
-    pub fn warm_indexes(&self) {
-        for i in 0..self.stores().len() {
-            let learned = self.with_index(i, &|_, _| {}, Index::learn_lengths);
-            if let Ok(Some(Err(e))) = learned {
-                self.notices().send(
-                    Level::Warning,
-                    format!(
-                        "store /{}: could not read document lengths ahead of searches ({e})",
-                        self.stores()[i].name
-                    ),
-                );
-            }
-        }
-    }
-
     /// Tells `p`'s store index what a mutation did, after its history is committed (see
     /// [`StoreIndex::changed`]).
     pub(crate) fn index_changed(&self, p: &MemPath, change: Change) {
         self.indexes[p.store].changed(self.store(p), p, change);
+    }
+}
+
+/// Brings every store's index up to date and learns its document lengths (at
+/// start-up, in the background).
+pub fn warm_indexes(md: &Memdir) {
+    for i in 0..md.stores().len() {
+        let learned = md.with_index(i, &|_, _| {}, Index::learn_lengths);
+        if let Ok(Some(Err(e))) = learned {
+            md.notices().send(
+                Level::Warning,
+                format!(
+                    "store /{}: could not read document lengths ahead of searches ({e})",
+                    md.stores()[i].name
+                ),
+            );
+        }
     }
 }

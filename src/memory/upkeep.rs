@@ -2,11 +2,11 @@
 //! versions, so each can be restored) and writing the generated `MEMORY.md` into a store.
 //! Reviewing old memories is a listing (`ListRequest::older_than_days`).
 
-use super::memory_md::{INDEX_FILE, MemoryIndex};
-use super::{ListRequest, Memdir, WriteRequest, WriteResult};
+use super::memory_md::{INDEX_FILE, MemoryIndex, generated_index};
+use super::{ListRequest, Memdir, WriteRequest, WriteResult, delete};
 use crate::error::{Error, Result};
 
-/// An expired memory found by [`Memdir::prune_expired`].
+/// An expired memory found by [`prune_expired`].
 #[derive(Debug)]
 pub struct Expired {
     pub path: String,
@@ -19,71 +19,71 @@ pub struct Expired {
 /// Memories listed per page while looking for expired ones.
 const PAGE: usize = 1000;
 
-impl Memdir {
-    /// Every expired memory of a store (the first if `None`), deleted unless `dry_run`.
-    /// A memory changed since it was looked at is left alone (its expiry may be new).
-    pub fn prune_expired(
-        &self,
-        store: Option<&str>,
-        dry_run: bool,
-        actor: &str,
-    ) -> Result<Vec<Expired>> {
-        let root = self.store_root(store)?;
-        let mut found = Vec::new();
-        let mut cursor: Option<String> = None;
-        loop {
-            let page = self.list(&ListRequest {
-                path: Some(&root.canonical()),
-                limit: PAGE,
-                cursor: cursor.as_deref(),
-                ..Default::default()
-            })?;
-            for e in page.entries.into_iter().filter(|e| e.expired) {
-                found.push((e.path, e.content_sha256, e.expires_at.unwrap_or_default()));
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
+/// Every expired memory of a store (the first if `None`), deleted unless `dry_run`.
+/// A memory changed since it was looked at is left alone (its expiry may be new).
+pub fn prune_expired(
+    md: &Memdir,
+    store: Option<&str>,
+    dry_run: bool,
+    actor: &str,
+) -> Result<Vec<Expired>> {
+    let root = md.store_root(store)?;
+    let mut found = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let page = ListRequest {
+            path: Some(&root.canonical()),
+            limit: PAGE,
+            cursor: cursor.as_deref(),
+            ..Default::default()
         }
-        let mut out = Vec::new();
-        for (path, sha, expires_at) in found {
-            let version = if dry_run {
-                None
-            } else {
-                let reason = format!("expired at {expires_at} (memdir prune --expired)");
-                match self.delete(&path, sha.as_deref(), Some(&reason), actor) {
-                    Ok(r) => r.versions.first().copied(),
-                    // Changed or gone since the listing: not this prune's to delete.
-                    Err(Error::Precondition { .. } | Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            out.push(Expired {
-                path,
-                expires_at,
-                version,
-            });
+        .run(md)?;
+        for e in page.entries.into_iter().filter(|e| e.expired) {
+            found.push((e.path, e.content_sha256, e.expires_at.unwrap_or_default()));
         }
-        Ok(out)
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
     }
+    let mut out = Vec::new();
+    for (path, sha, expires_at) in found {
+        let version = if dry_run {
+            None
+        } else {
+            let reason = format!("expired at {expires_at} (memdir prune --expired)");
+            match delete::delete(md, &path, sha.as_deref(), Some(&reason), actor) {
+                Ok(r) => r.versions.first().copied(),
+                // Changed or gone since the listing: not this prune's to delete.
+                Err(Error::Precondition { .. } | Error::NotFound { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        out.push(Expired {
+            path,
+            expires_at,
+            version,
+        });
+    }
+    Ok(out)
+}
 
-    /// Writes the generated index of a store (the first if `None`) to its `MEMORY.md`,
-    /// as a new version (a no-op when it is already that).
-    pub fn write_index(
-        &self,
-        store: Option<&str>,
-        actor: &str,
-    ) -> Result<(WriteResult, MemoryIndex)> {
-        let root = self.store_root(store)?;
-        let index = self.generated_index(&root)?;
-        let written = self.write(&WriteRequest {
-            path: &root.child(INDEX_FILE).canonical(),
-            content: &index.text,
-            if_absent: false,
-            expected_sha256: None,
-            actor,
-        })?;
-        Ok((written, index))
+/// Writes the generated index of a store (the first if `None`) to its `MEMORY.md`,
+/// as a new version (a no-op when it is already that).
+pub fn write_index(
+    md: &Memdir,
+    store: Option<&str>,
+    actor: &str,
+) -> Result<(WriteResult, MemoryIndex)> {
+    let root = md.store_root(store)?;
+    let index = generated_index(md, &root)?;
+    let written = WriteRequest {
+        path: &root.child(INDEX_FILE).canonical(),
+        content: &index.text,
+        if_absent: false,
+        expected_sha256: None,
+        actor,
     }
+    .run(md)?;
+    Ok((written, index))
 }

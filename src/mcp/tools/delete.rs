@@ -12,6 +12,7 @@ use super::args::Args;
 use super::schema::{input, output};
 use crate::mcp::server::MemdirServer;
 use crate::memory::DeleteResult;
+use crate::memory::delete::delete;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -65,7 +66,8 @@ impl MemdirServer {
         let actor = actor(&ctx);
         let result = self
             .run(move |m| {
-                m.delete(
+                delete(
+                    m,
                     &p.path,
                     p.expected_sha256.as_deref(),
                     p.reason.as_deref(),

@@ -126,12 +126,13 @@ impl MemdirServer {
         let result = self
             .run(move |m| {
                 let op = edit_op(&p)?;
-                m.edit(&EditRequest {
+                EditRequest {
                     path: &p.path,
                     op,
                     expected_sha256: p.expected_sha256.as_deref(),
                     actor: &actor,
-                })
+                }
+                .run(m)
             })
             .await;
         answer(result, |r| {

@@ -188,7 +188,7 @@ impl MemdirServer {
                     }
                     v => v.map(|v| v as u64),
                 };
-                m.history(&HistoryRequest {
+                HistoryRequest {
                     path: p.path.as_deref(),
                     limit,
                     cursor: p.cursor.as_deref(),
@@ -197,7 +197,8 @@ impl MemdirServer {
                     actor: p.actor.as_deref(),
                     since: p.since.as_deref(),
                     until: p.until.as_deref(),
-                })
+                }
+                .run(m)
             })
             .await;
         answer(result, |r| {

@@ -172,7 +172,7 @@ impl MemdirServer {
                     }
                     d => d.map(|d| d as u64),
                 };
-                m.list(&ListRequest {
+                ListRequest {
                     path: p.path.as_deref(),
                     depth,
                     limit,
@@ -182,7 +182,7 @@ impl MemdirServer {
                         None | Some(ListSort::Path) => ListOrder::Path,
                         Some(ListSort::Oldest) => ListOrder::Oldest,
                     },
-                })
+                }.run(m)
             })
             .await;
         answer(result, |r| {

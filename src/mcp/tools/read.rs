@@ -11,6 +11,7 @@ use super::args::Args;
 use super::schema::{input, output};
 use crate::mcp::server::MemdirServer;
 use crate::memory::ReadResult;
+use crate::memory::read::read;
 use crate::render;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -80,7 +81,7 @@ impl MemdirServer {
     async fn memory_read(&self, Args(p): Args<ReadParams>) -> Result<CallToolResult, ErrorData> {
         let range = p.view_range.map(|[a, b]| (a, b));
         let result = self
-            .run(move |m| m.read(&p.path, range, &render::read_notes_len))
+            .run(move |m| read(m, &p.path, range, &render::read_notes_len))
             .await;
         answer(result, |r| {
             let text = render::read(&r, range);

@@ -168,24 +168,22 @@ impl MemdirServer {
         let result = self
             .run(move |m| {
                 let limit = clamp(p.limit, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, "limit")?;
-                m.search(
-                    &SearchRequest {
-                        query: &p.query,
-                        path: p.path.as_deref(),
-                        limit,
-                        cursor: p.cursor.as_deref(),
-                        kind: p.kind.as_deref(),
-                        tag: p.tag.as_deref(),
-                        include_expired: p.include_expired.unwrap_or(false),
-                        updated_after: p.updated_after.as_deref(),
-                        updated_before: p.updated_before.as_deref(),
-                        order: match p.sort {
-                            None | Some(Sort::Relevance) => Order::Relevance,
-                            Some(Sort::Recent) => Order::Recent,
-                        },
+                SearchRequest {
+                    query: &p.query,
+                    path: p.path.as_deref(),
+                    limit,
+                    cursor: p.cursor.as_deref(),
+                    kind: p.kind.as_deref(),
+                    tag: p.tag.as_deref(),
+                    include_expired: p.include_expired.unwrap_or(false),
+                    updated_after: p.updated_after.as_deref(),
+                    updated_before: p.updated_before.as_deref(),
+                    order: match p.sort {
+                        None | Some(Sort::Relevance) => Order::Relevance,
+                        Some(Sort::Recent) => Order::Recent,
                     },
-                    &progress,
-                )
+                }
+                .run(m, &progress)
             })
             .await;
         answer(result, |r| {

@@ -92,20 +92,22 @@ impl MemdirServer {
         let actor = actor(&ctx);
         let result = self
             .run(move |m| match (&p.content, p.restore_version) {
-                (Some(content), None) => m.write(&WriteRequest {
+                (Some(content), None) => WriteRequest {
                     path: &p.path,
                     content,
                     if_absent: p.if_absent.unwrap_or(false),
                     expected_sha256: p.expected_sha256.as_deref(),
                     actor: &actor,
-                }),
-                (None, Some(version)) if version >= 1 => m.restore(&RestoreRequest {
+                }
+                .run(m),
+                (None, Some(version)) if version >= 1 => RestoreRequest {
                     path: &p.path,
                     version: version as u64,
                     if_absent: p.if_absent.unwrap_or(false),
                     expected_sha256: p.expected_sha256.as_deref(),
                     actor: &actor,
-                }),
+                }
+                .run(m),
                 (None, Some(v)) => Err(Error::InvalidArgument(format!(
                     "restore_version must be a version number from memory_history, got {v}"
                 ))),

@@ -3,7 +3,7 @@
 
 use super::paths::{Mapped, map, missing};
 use crate::error::{EditFault, Error};
-use crate::memory::{EditOp, EditRequest, Memdir, WriteRequest};
+use crate::memory::{self, EditOp, EditRequest, Memdir, WriteRequest};
 use crate::text;
 
 /// Characters of `old_str` quoted back in an error (the tool quotes it whole; a result
@@ -21,13 +21,14 @@ pub(super) fn create(
     if at.is_root() {
         return Err(exists());
     }
-    let written = m.write(&WriteRequest {
+    let written = WriteRequest {
         path: &at.canonical,
         content,
         if_absent: true,
         expected_sha256: None,
         actor,
-    });
+    }
+    .run(m);
     match written {
         // A create-only write of the content already there is a no-op; the tool says
         // the file exists.
@@ -47,12 +48,12 @@ fn edit(m: &Memdir, at: &Mapped, op: EditOp, actor: &str) -> Result<String, Stri
     if at.is_root() || at.shown.ends_with('/') {
         return Err(not_a_file());
     }
-    m.edit(&EditRequest {
+    EditRequest {
         path: &at.canonical,
         op,
         expected_sha256: None,
         actor,
-    })
+    }.run(m)
     .map(|edited| edited.snippet)
     .map_err(|e| match e {
         Error::IsFolder { .. } => not_a_file(),
@@ -123,7 +124,7 @@ pub(super) fn delete(m: &Memdir, shown: &str, actor: &str) -> Result<String, Str
     if at.is_root() {
         return Err(format!("Cannot delete the {} directory itself", at.root));
     }
-    m.delete(&at.canonical, None, None, actor)
+    memory::delete::delete(m, &at.canonical, None, None, actor)
         .map(|_| format!("Successfully deleted {shown}"))
         .map_err(|e| at.error(e, &format!("The path {shown} does not exist")))
 }
@@ -134,19 +135,20 @@ pub(super) fn rename(m: &Memdir, from: &str, to: &str, actor: &str) -> Result<St
     let taken = || format!("The destination {to} already exists");
     if source.canonical.trim_end_matches('/') == target.canonical.trim_end_matches('/') {
         // Onto itself: taken if it exists at all.
-        return Err(match m.tree(&source.canonical, 1) {
+        return Err(match memory::list::tree(m, &source.canonical, 1) {
             Ok(_) | Err(Error::NotAFolder { .. }) => taken(),
             Err(e) => source.error(e, &format!("The path {from} does not exist")),
         });
     }
-    let moved = m.edit(&EditRequest {
+    let moved = EditRequest {
         path: &source.canonical,
         op: EditOp::Rename {
             new_path: &target.canonical,
         },
         expected_sha256: None,
         actor,
-    });
+    }
+    .run(m);
     match moved {
         Ok(_) => Ok(format!("Successfully renamed {from} to {to}")),
         Err(Error::AlreadyExists { .. }) => Err(taken()),

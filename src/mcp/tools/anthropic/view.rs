@@ -2,7 +2,7 @@
 
 use super::paths::{Mapped, map, missing};
 use crate::error::Error;
-use crate::memory::{Freshness, Memdir};
+use crate::memory::{self, Freshness, Memdir};
 use crate::render;
 use crate::text;
 
@@ -13,7 +13,7 @@ const NOTE_ROOM: usize = 200;
 
 pub(super) fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<String, String> {
     let at = map(m, shown)?;
-    match m.tree(&at.canonical, 2) {
+    match memory::list::tree(m, &at.canonical, 2) {
         Ok(tree) => return Ok(folder(m, &at, &tree)),
         Err(Error::NotAFolder { .. }) => {}
         Err(e) => return Err(at.error(e, &missing(shown))),
@@ -28,8 +28,7 @@ pub(super) fn view(m: &Memdir, shown: &str, range: Option<&[i64]>) -> Result<Str
     // Room is kept for memory_read's notes as well, though this view does not show them:
     // both tools cut a long memory at the same line.
     let room = |freshness: Freshness<'_>| header.len() + render::read_notes_len(freshness);
-    let read = m
-        .read(&at.canonical, range, &room)
+    let read = memory::read::read(m, &at.canonical, range, &room)
         .map_err(|e| at.error(e, &missing(shown)))?;
     if read.total_lines > MAX_LINES {
         return Err(format!(
