@@ -3,14 +3,15 @@
 //!
 //! Layout:
 //! - `path`: layer 1 of the path policy (lexical validation, store resolution).
-//! - `store`: the only door to the file system: confined directory handles, durable
-//!   writes, cross-process locking, folder walks.
-//! - `memory`: the memory operations behind the tools (read, write, edit, delete, list,
-//!   search), independent of MCP.
+//! - `store`: the only door to the file system and the database: confined directory
+//!   handles, durable writes, cross-process locking, folder walks, PostgreSQL stores.
+//! - `memory`: the operations behind the tools, one file each, run on the `Memdir`
+//!   context (stores, settings, indexes), independent of MCP.
 //! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
 //! - `search`: tokenizer, query language, BM25 ranking, the SQLite FTS5 search index (a
 //!   disposable cache outside the store) and keeping it in step with the files.
-//! - `history`: the append-only version log and content objects of each store.
+//! - `history`: each store's append-only version log: records, the recorder, repair,
+//!   redaction and retention, reading versions back, export/import.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `render`: text the CLI and the MCP tools show alike (a memory read).
 //! - `cli`: the command line.

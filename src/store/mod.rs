@@ -6,8 +6,9 @@
 //! Layout: `io` reads and durably writes single files, `walk` lists folders, `lock`
 //! serialises mutations across processes, `watch` notices changes made by others,
 //! `platform` holds what differs between operating systems (Linux fast paths, portable
-//! paths for macOS and Windows, forced on Linux by the `portable` feature). Layer 1 of the
-//! path policy is `crate::path`.
+//! paths for macOS and Windows, forced on Linux by the `portable` feature), `cache` where
+//! search indexes live on the host, `seam` the one `Store` over a folder or (`postgres`)
+//! a database. Layer 1 of the path policy is `crate::path`.
 
 // The door to the file system, the user's folders and PostgreSQL (clippy.toml).
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
