@@ -95,7 +95,7 @@ pub enum Combine {
 pub struct Index {
     conn: Connection,
     pub path: PathBuf,
-    /// Document lengths remembered by [`fts_rank`]'s ranking function.
+    /// Document lengths remembered by the ranking function of `fts_rank`.
     lengths: Arc<fts_rank::Lengths>,
     /// Whether opening it built it from scratch, and why.
     pub built: Option<Built>,
