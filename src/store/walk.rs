@@ -85,37 +85,22 @@ impl FolderStore {
     /// Every visible entry below folder `start` down to `max_depth` levels (`None` = all).
     /// Unordered.
     pub fn walk(&self, start: &MemPath, max_depth: Option<usize>) -> Result<Vec<WalkEntry>> {
-        self.walk_with(start, max_depth, false)
+        self.walk_with(start, max_depth, Reach::Visible)
     }
 
     /// Every entry below folder `start`, hidden ones and special files included (for
     /// deleting a folder). Symlinks are reported as `Symlink`, never followed.
     pub fn walk_everything(&self, start: &MemPath) -> Result<Vec<WalkEntry>> {
-        self.walk_with(start, None, true)
+        self.walk_with(start, None, Reach::Everything)
     }
 
     fn walk_with(
         &self,
         start: &MemPath,
         max_depth: Option<usize>,
-        everything: bool,
+        reach: Reach,
     ) -> Result<Vec<WalkEntry>> {
-        match self.metadata(start)? {
-            Some(EntryMeta {
-                kind: EntryKind::Dir,
-                ..
-            }) => {}
-            Some(_) => {
-                return Err(Error::NotAFolder {
-                    path: start.canonical(),
-                });
-            }
-            None => {
-                return Err(Error::NotFound {
-                    path: start.canonical(),
-                });
-            }
-        }
+        self.require_folder(start)?;
         let mut out = Vec::new();
         let mut pending = vec![(start.clone(), 0usize)];
         while let Some((dir, depth)) = pending.pop() {
@@ -132,55 +117,89 @@ impl FolderStore {
                 let Ok(name) = entry.file_name().into_string() else {
                     continue;
                 };
-                if !everything && !visible_name(&name) {
+                if reach == Reach::Visible && !visible_name(&name) {
                     continue;
                 }
-                let Ok(file_type) = entry.file_type() else {
+                let Some(found) = self.describe(&entry, dir.child(&name), depth + 1, reach) else {
                     continue;
                 };
-                let path = dir.child(&name);
-                let epoch = SystemTime::UNIX_EPOCH;
-                let (kind, size, modified, stamp) = match EntryKind::of(&file_type) {
-                    EntryKind::Symlink if everything => (EntryKind::Symlink, 0, epoch, None),
-                    EntryKind::Special(kind) if everything => {
-                        (EntryKind::Special(kind), 0, epoch, None)
-                    }
-                    EntryKind::Symlink => match self.dir.metadata(rel_path(&path)) {
-                        Ok(m) if m.is_file() => (
-                            EntryKind::File,
-                            m.len(),
-                            modified_of(&m),
-                            Some(Stamp::of(&m)),
-                        ),
-                        _ => continue,
-                    },
-                    EntryKind::Dir => (EntryKind::Dir, 0, epoch, None),
-                    EntryKind::File => match entry.metadata() {
-                        Ok(m) => (
-                            EntryKind::File,
-                            m.len(),
-                            modified_of(&m),
-                            Some(Stamp::of(&m)),
-                        ),
-                        Err(_) => continue,
-                    },
-                    EntryKind::Special(_) => continue,
-                };
-                if kind == EntryKind::Dir && max_depth.is_none_or(|m| depth + 1 < m) {
-                    pending.push((path.clone(), depth + 1));
+                if found.kind == EntryKind::Dir && max_depth.is_none_or(|m| depth + 1 < m) {
+                    pending.push((found.path.clone(), depth + 1));
                 }
-                out.push(WalkEntry {
-                    path,
-                    kind,
-                    size,
-                    modified,
-                    stamp,
-                    depth: depth + 1,
-                });
+                out.push(found);
             }
         }
         Ok(out)
     }
+
+    /// `NotAFolder` or `NotFound` unless `start` is a folder.
+    fn require_folder(&self, start: &MemPath) -> Result<()> {
+        match self.metadata(start)? {
+            Some(EntryMeta {
+                kind: EntryKind::Dir,
+                ..
+            }) => Ok(()),
+            Some(_) => Err(Error::NotAFolder {
+                path: start.canonical(),
+            }),
+            None => Err(Error::NotFound {
+                path: start.canonical(),
+            }),
+        }
+    }
+
+    /// What a walk reports of one entry at `path`; `None` to leave it out (a special
+    /// file, a symlink to anything but a file, or one that vanished meanwhile), except
+    /// that `Reach::Everything` reports symlinks and special files as they are.
+    fn describe(
+        &self,
+        entry: &cap_std::fs::DirEntry,
+        path: MemPath,
+        depth: usize,
+        reach: Reach,
+    ) -> Option<WalkEntry> {
+        let file_type = entry.file_type().ok()?;
+        let metadata = match (EntryKind::of(&file_type), reach) {
+            (kind @ (EntryKind::Symlink | EntryKind::Special(_)), Reach::Everything)
+            | (kind @ EntryKind::Dir, _) => {
+                return Some(WalkEntry {
+                    path,
+                    kind,
+                    size: 0,
+                    modified: SystemTime::UNIX_EPOCH,
+                    stamp: None,
+                    depth,
+                });
+            }
+            // A symlink is shown as the file it resolves to, inside the store.
+            (EntryKind::Symlink, Reach::Visible) => {
+                let target = self.dir.metadata(rel_path(&path)).ok()?;
+                if !target.is_file() {
+                    return None;
+                }
+                target
+            }
+            (EntryKind::File, _) => entry.metadata().ok()?,
+            (EntryKind::Special(_), Reach::Visible) => return None,
+        };
+        Some(WalkEntry {
+            kind: EntryKind::File,
+            size: metadata.len(),
+            modified: modified_of(&metadata),
+            stamp: Some(Stamp::of(&metadata)),
+            path,
+            depth,
+        })
+    }
+}
+
+/// Which entries a walk reports.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// What agents may see: no hidden names, symlinks to files followed, others left out.
+    Visible,
+    /// Everything, as it is on disk (for deleting a folder).
+    Everything,
 }
 
 fn modified_of(m: &cap_std::fs::Metadata) -> SystemTime {
