@@ -100,6 +100,50 @@ pub enum Target {
 /// Validates `raw` and resolves its store. `stores` are the served store names in order;
 /// a path without a leading `/` is relative to the first.
 pub fn parse(raw: &str, stores: &[&str]) -> Result<Target> {
+    check_whole(raw)?;
+    let (absolute, body) = match raw.strip_prefix('/') {
+        Some(rest) => (true, rest),
+        None => (false, raw),
+    };
+    // One trailing slash marks a folder; it is allowed and dropped.
+    let body = body.strip_suffix('/').unwrap_or(body);
+    if absolute && body.is_empty() {
+        return Ok(Target::AllStores);
+    }
+    let mut parts = body.split('/');
+    let store = if absolute {
+        store_index(raw, parts.next().unwrap_or_default(), stores)?
+    } else {
+        0
+    };
+    let mut segments = Vec::new();
+    for seg in parts {
+        check_segment(raw, seg)?;
+        segments.push(seg.to_owned());
+    }
+    // The limit holds for the canonical form too (a relative path gains `/<store>/`):
+    // results show canonical paths, and an agent must be able to pass any of them back.
+    let canonical_len =
+        1 + stores[store].len() + segments.iter().map(|s| 1 + s.len()).sum::<usize>();
+    if canonical_len > MAX_PATH_BYTES {
+        return Err(Error::invalid_path(
+            &shorten(raw),
+            format!(
+                "its canonical form `/{}/...` is {canonical_len} bytes long; the limit is {MAX_PATH_BYTES}",
+                stores[store]
+            ),
+        ));
+    }
+    Ok(Target::Path(MemPath {
+        store,
+        store_name: stores[store].to_owned(),
+        segments,
+    }))
+}
+
+/// The checks of a raw path as a whole, before it is split: not empty, within the
+/// length limit, no forbidden character, NFC, no `~`.
+fn check_whole(raw: &str) -> Result<()> {
     if raw.is_empty() {
         return Err(Error::invalid_path(raw, "the path is empty"));
     }
@@ -130,58 +174,23 @@ pub fn parse(raw: &str, stores: &[&str]) -> Result<Target> {
             "`~` is not expanded; paths start with `/<store>/` or are relative to the first store",
         ));
     }
-    let (absolute, body) = match raw.strip_prefix('/') {
-        Some(rest) => (true, rest),
-        None => (false, raw),
-    };
-    // One trailing slash marks a folder; it is allowed and dropped.
-    let body = body.strip_suffix('/').unwrap_or(body);
-    if absolute && body.is_empty() {
-        return Ok(Target::AllStores);
-    }
-    let mut parts = body.split('/');
-    let store = if absolute {
-        let name = parts.next().unwrap_or_default();
-        match stores.iter().position(|s| *s == name) {
-            Some(i) => i,
-            None => {
-                return Err(Error::UnknownStore {
-                    path: raw.to_owned(),
-                    store: name.to_owned(),
-                    known: stores
-                        .iter()
-                        .map(|s| format!("/{s}"))
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                });
-            }
-        }
-    } else {
-        0
-    };
-    let mut segments = Vec::new();
-    for seg in parts {
-        check_segment(raw, seg)?;
-        segments.push(seg.to_owned());
-    }
-    // The limit holds for the canonical form too (a relative path gains `/<store>/`):
-    // results show canonical paths, and an agent must be able to pass any of them back.
-    let canonical_len =
-        1 + stores[store].len() + segments.iter().map(|s| 1 + s.len()).sum::<usize>();
-    if canonical_len > MAX_PATH_BYTES {
-        return Err(Error::invalid_path(
-            &shorten(raw),
-            format!(
-                "its canonical form `/{}/...` is {canonical_len} bytes long; the limit is {MAX_PATH_BYTES}",
-                stores[store]
-            ),
-        ));
-    }
-    Ok(Target::Path(MemPath {
-        store,
-        store_name: stores[store].to_owned(),
-        segments,
-    }))
+    Ok(())
+}
+
+/// The position of store `name` among the served `stores`, or `UnknownStore`.
+fn store_index(raw: &str, name: &str, stores: &[&str]) -> Result<usize> {
+    stores
+        .iter()
+        .position(|s| *s == name)
+        .ok_or_else(|| Error::UnknownStore {
+            path: raw.to_owned(),
+            store: name.to_owned(),
+            known: stores
+                .iter()
+                .map(|s| format!("/{s}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        })
 }
 
 /// Like [`parse`], but the top level (`/`) is not a valid answer.
