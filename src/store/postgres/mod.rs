@@ -241,26 +241,29 @@ impl PgStore {
     /// for another holder, within the lock time-out).
     pub fn lock(&self) -> Result<PgLock> {
         self.check_writable("changing memories")?;
-        self.take_lock(true)?
+        self.take_lock(Waiting::UntilFree)?
             .ok_or_else(|| self.unavailable("could not take the store lock"))
     }
 
     /// Takes the lock only if it is free right now.
     pub fn try_lock(&self) -> Result<Option<PgLock>> {
-        self.take_lock(false)
+        self.take_lock(Waiting::Never)
     }
 
-    fn take_lock(&self, wait: bool) -> Result<Option<PgLock>> {
+    fn take_lock(&self, waiting: Waiting) -> Result<Option<PgLock>> {
         let mut conn = self.connection()?;
         let key = schema::lock_key(&self.name);
         let taken = (|| -> std::result::Result<bool, postgres::Error> {
             conn.client.batch_execute("BEGIN")?;
-            if wait {
-                conn.execute("SELECT pg_advisory_xact_lock($1)", &[&key])?;
-                Ok(true)
-            } else {
-                let row = conn.query_one("SELECT pg_try_advisory_xact_lock($1)", &[&key])?;
-                Ok(row.get(0))
+            match waiting {
+                Waiting::UntilFree => {
+                    conn.execute("SELECT pg_advisory_xact_lock($1)", &[&key])?;
+                    Ok(true)
+                }
+                Waiting::Never => {
+                    let row = conn.query_one("SELECT pg_try_advisory_xact_lock($1)", &[&key])?;
+                    Ok(row.get(0))
+                }
             }
         })();
         match taken {
@@ -900,4 +903,13 @@ fn dir_meta(newest_ns: i64) -> EntryMeta {
             ino: 0,
         },
     }
+}
+
+/// Whether taking the store lock waits for another holder.
+#[derive(Clone, Copy)]
+enum Waiting {
+    /// Wait until the lock is free (within the lock time-out).
+    UntilFree,
+    /// Take it only if it is free right now.
+    Never,
 }
