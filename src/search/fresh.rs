@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Duration;
 
-use super::index::{Built, FORMAT, Index, IndexResult, IndexedDoc, Stamp};
+use super::index::{Built, FORMAT, Index, IndexResult, IndexedDoc, Stamp, Writer};
 use crate::error::{Error, Result};
 use crate::frontmatter;
 use crate::path::MemPath;
@@ -269,15 +269,7 @@ impl StoreIndex {
         }
         let rel = p.rel();
         let result = synced.index.write(|w| match &change {
-            Change::Written { text, stamp } => {
-                let fm = frontmatter::parse(text);
-                w.upsert(&IndexedDoc {
-                    rel: &rel,
-                    stamp: *stamp,
-                    text,
-                    frontmatter: fm.as_ref(),
-                })
-            }
+            Change::Written { text, stamp } => upsert(w, &rel, text, *stamp),
             Change::Removed => w.remove_tree(&rel),
             Change::Tree => Ok(()),
         });
@@ -401,15 +393,7 @@ fn reconcile(
         index.write(|w| {
             for (rel, text) in chunk.iter().zip(&texts) {
                 match text {
-                    Some((text, stamp)) => {
-                        let fm = frontmatter::parse(text);
-                        w.upsert(&IndexedDoc {
-                            rel,
-                            stamp: *stamp,
-                            text,
-                            frontmatter: fm.as_ref(),
-                        })?
-                    }
+                    Some((text, stamp)) => upsert(w, rel, text, *stamp)?,
                     None => w.remove(rel)?,
                 }
             }
@@ -496,20 +480,23 @@ fn apply(index: &Index, steps: Vec<Step>) -> IndexResult<()> {
     index.write(|w| {
         for step in &steps {
             match step {
-                Step::Upsert { rel, text, stamp } => {
-                    let fm = frontmatter::parse(text);
-                    w.upsert(&IndexedDoc {
-                        rel,
-                        stamp: *stamp,
-                        text,
-                        frontmatter: fm.as_ref(),
-                    })?
-                }
+                Step::Upsert { rel, text, stamp } => upsert(w, rel, text, *stamp)?,
                 Step::Remove(rel) => w.remove(rel)?,
                 Step::RemoveTree(rel) => w.remove_tree(rel)?,
             }
         }
         Ok(())
+    })
+}
+
+/// Adds or replaces the document of memory `rel` in the index, with its frontmatter.
+fn upsert(w: &Writer, rel: &str, text: &str, stamp: Stamp) -> IndexResult<()> {
+    let fm = frontmatter::parse(text);
+    w.upsert(&IndexedDoc {
+        rel,
+        stamp,
+        text,
+        frontmatter: fm.as_ref(),
     })
 }
 
