@@ -10,7 +10,7 @@ use super::Memdir;
 use crate::error::{Error, Result};
 use crate::history::versions::{self, Filter};
 use crate::history::{self, Op};
-use crate::path::{MemPath, Target};
+use crate::path::MemPath;
 use crate::search::fresh::Found;
 
 pub use crate::history::versions::{HistoryRequest, HistoryResult, Version};
@@ -76,15 +76,7 @@ impl Memdir {
 impl HistoryRequest<'_> {
     pub fn run(&self, md: &Memdir) -> Result<HistoryResult> {
         let filter = Filter::of(self)?;
-        let scopes: Vec<MemPath> = match md.target(self.path.unwrap_or("/"))? {
-            Target::AllStores => md
-                .stores()
-                .iter()
-                .enumerate()
-                .map(|(i, s)| MemPath::root(i, &s.name))
-                .collect(),
-            Target::Path(p) => vec![p],
-        };
+        let scopes = md.targets(self.path.unwrap_or("/"))?;
         if let Some(version) = self.version {
             let [scope] = scopes.as_slice() else {
                 return Err(Error::InvalidArgument(

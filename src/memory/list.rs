@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::Memdir;
 use crate::error::{Error, Result};
-use crate::path::{MemPath, Target};
+use crate::path::MemPath;
 use crate::store::{EntryKind, WalkEntry};
 use crate::text;
 
@@ -171,15 +171,7 @@ impl ListRequest<'_> {
                 "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
             ));
         }
-        let roots: Vec<MemPath> = match md.target(self.path.unwrap_or("/"))? {
-            Target::AllStores => md
-                .stores()
-                .iter()
-                .enumerate()
-                .map(|(i, s)| MemPath::root(i, &s.name))
-                .collect(),
-            Target::Path(p) => vec![p],
-        };
+        let roots = md.targets(self.path.unwrap_or("/"))?;
         let rows = listed_rows(md, self, &roots)?;
         let cursor = Cursor::parse(self, &roots)?;
         let total = rows.len();

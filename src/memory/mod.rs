@@ -178,6 +178,20 @@ impl Memdir {
         path::parse(raw, &self.names())
     }
 
+    /// The paths a raw path covers: the root of every store for the top level (`/`),
+    /// else the one path it names.
+    pub(crate) fn targets(&self, raw: &str) -> Result<Vec<MemPath>> {
+        Ok(match self.target(raw)? {
+            Target::AllStores => self
+                .stores
+                .iter()
+                .enumerate()
+                .map(|(i, s)| MemPath::root(i, &s.name))
+                .collect(),
+            Target::Path(p) => vec![p],
+        })
+    }
+
     pub(crate) fn path(&self, raw: &str) -> Result<MemPath> {
         path::parse_path(raw, &self.names())
     }

@@ -6,7 +6,7 @@
 use super::Memdir;
 use super::sync::Progress;
 use crate::error::{Error, Result};
-use crate::path::{MemPath, Target};
+use crate::path::MemPath;
 use crate::search::index::{Combine, Order, Scope, Stamp};
 use crate::search::snippet::clip;
 use crate::search::{DocMatch, Query, Scorer, shown_lines};
@@ -204,20 +204,15 @@ impl SearchRequest<'_> {
     }
 }
 
-/// Where to search: every store, or one path with its prefix in the index.
+/// Where to search: every store, or one path; each with its prefix in the index.
 fn scopes(md: &Memdir, path: Option<&str>) -> Result<Vec<(MemPath, Option<String>)>> {
-    Ok(match md.target(path.unwrap_or("/"))? {
-        Target::AllStores => md
-            .stores()
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (MemPath::root(i, &s.name), None))
-            .collect(),
-        Target::Path(p) => {
+    md.targets(path.unwrap_or("/"))?
+        .into_iter()
+        .map(|p| {
             let prefix = scope_prefix(md, &p)?;
-            vec![(p, prefix)]
-        }
-    })
+            Ok((p, prefix))
+        })
+        .collect()
 }
 
 /// `None` for a store root; `rel/` for a folder; `rel` for a file.
