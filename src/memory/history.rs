@@ -9,7 +9,7 @@ use std::collections::HashSet;
 use super::Memdir;
 use crate::error::{Error, Result};
 use crate::history::versions::{self, Filter};
-use crate::history::{self, Op};
+use crate::history::{self, Op, Recorder};
 use crate::path::MemPath;
 use crate::search::fresh::Found;
 
@@ -157,13 +157,7 @@ fn external_candidates(
 fn record_external(md: &Memdir, root: &MemPath, rels: &[String]) -> Result<()> {
     let mut rec = md.recorder(root)?;
     for rel in rels {
-        let current = md.current(&root.with_rel(rel)).ok().flatten();
-        rec.note_current(
-            rel,
-            current
-                .as_ref()
-                .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
-        )?;
+        note_now(md, &mut rec, &root.with_rel(rel))?;
     }
     rec.begin()?;
     rec.commit()?;
@@ -172,24 +166,29 @@ fn record_external(md: &Memdir, root: &MemPath, rels: &[String]) -> Result<()> {
 
 /// Records, as `external`, a state of memory `p` that its history does not know.
 fn notice(md: &Memdir, p: &MemPath) -> Result<()> {
-    let current = match md.current(p) {
-        Ok(c) => c,
-        Err(Error::IsFolder { .. } | Error::NotAFolder { .. }) => return Ok(()),
-        Err(_) => return Ok(()),
+    // Nothing to record where the path cannot be read as a memory (a folder, a special
+    // file, a read error), or where nothing is and something other than nothing was.
+    let Ok(current) = md.current(p) else {
+        return Ok(());
     };
     if current.is_none() && !matches!(md.store(p).entry_kind(p), Ok(None)) {
         return Ok(());
     }
     let mut rec = md.recorder(p)?;
-    // Re-read under the lock: the state may have changed while we waited.
+    // Read again under the lock: the state may have changed while we waited.
+    note_now(md, &mut rec, p)?;
+    rec.begin()?;
+    rec.commit()?;
+    Ok(())
+}
+
+/// Notes the state of memory `p` as it is now (nothing, if it cannot be read) in `rec`.
+fn note_now(md: &Memdir, rec: &mut Recorder, p: &MemPath) -> Result<()> {
     let current = md.current(p).ok().flatten();
     rec.note_current(
         &p.rel(),
         current
             .as_ref()
             .map(|c| (c.sha256.as_str(), c.text.as_bytes())),
-    )?;
-    rec.begin()?;
-    rec.commit()?;
-    Ok(())
+    )
 }
