@@ -1032,15 +1032,14 @@ async fn work(client: &Client, p: usize, ops: usize, own: Vec<String>, vocab: &V
                             json!({"path": path, "content": format!("count: {}\n", n + 1), "expected_sha256": sha}),
                         )
                         .await?;
-                        // Another process wrote the same n + 1 first: the write was a no-op
-                        // that says so (`precondition_stale`), so read again.
-                        let stale = out.structured["precondition_stale"].as_bool() == Some(true);
-                        if !out.is_error && !stale {
+                        // Another process changed it first (perhaps to the same n + 1): a
+                        // failed precondition, so read again.
+                        if !out.is_error {
                             w.counted[j] += 1;
                             w.writes.push(t1.elapsed());
                             break;
                         }
-                        if !stale && !out.text.contains("precondition") {
+                        if !out.text.contains("precondition") {
                             bail!("increment {path}: {}", out.text);
                         }
                         w.conflicts += 1;

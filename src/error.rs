@@ -25,11 +25,17 @@ pub enum Error {
     NotFound { path: String },
     #[error("`{path}` already exists")]
     AlreadyExists { path: String },
-    /// A create-only write found a memory with other content.
+    /// A create-only write found a memory already there (`held`: with exactly the content
+    /// sent, which a retry whose first reply was lost needs to know).
     #[error(
-        "`{path}` already exists (content_sha256 {current}); to replace it pass that as expected_sha256, or change it with memory_edit"
+        "`{path}` already exists (content_sha256 {current}){}; to replace it pass that as expected_sha256, or change it with memory_edit",
+        held_note(*.held)
     )]
-    Occupied { path: String, current: String },
+    Occupied {
+        path: String,
+        current: String,
+        held: bool,
+    },
     #[error("`{path}` is a folder, not a file")]
     IsFolder { path: String },
     #[error("`{path}` is a file, not a folder")]
@@ -51,14 +57,18 @@ pub enum Error {
     #[error("`{path}` is not valid UTF-8 text; memdir stores text only")]
     NotUtf8 { path: String },
     /// `expected_sha256` did not match: the message states the current hash so the agent
-    /// can re-read and retry.
+    /// can re-read and retry. Strict, even when the memory already holds exactly the
+    /// content a write sent (`held`, which the message says): two racers that read `n` and
+    /// both write `n + 1` must not both succeed.
     #[error(
-        "precondition failed for `{path}`: expected_sha256 is {expected} but the current content_sha256 is {current}; read the memory again and retry"
+        "precondition failed for `{path}`: expected_sha256 is {expected} but the current content_sha256 is {current}{}; read the memory again and retry",
+        held_note(*.held)
     )]
     Precondition {
         path: String,
         expected: String,
         current: String,
+        held: bool,
     },
     /// A precondition named a hash but the memory does not exist.
     #[error(
@@ -175,6 +185,17 @@ impl Error {
             | io::ErrorKind::FileTooLarge => Error::StorageFull { path, source },
             _ => Error::Io { path, source },
         }
+    }
+}
+
+/// What a refused write adds when the memory already holds exactly the content sent: it
+/// is still refused (a precondition is strict), but a retry whose first reply was lost
+/// learns that its write had landed.
+fn held_note(held: bool) -> &'static str {
+    if held {
+        ", which is exactly the content sent: nothing was written, and if this retries a write whose reply was lost, that write had landed"
+    } else {
+        ""
     }
 }
 

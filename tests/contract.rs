@@ -795,15 +795,23 @@ async fn stale_sha_changes_nothing(b: &Backend, t: &mut Transcript) {
     let h = s.ok("memory_history", json!({"path": p})).await;
     assert_eq!(versions(&h).len(), 1, "{h}");
     assert_eq!(versions(&h)[0]["version"], w["version"]);
-    // A retry whose first reply was lost: same content, stale sha256, a no-op that says so.
-    let r = s
-        .ok(
+    // The content already there with a stale sha256 (a retry whose first reply was lost,
+    // or a racer that computed the same change): still an error, which says so.
+    let e = s
+        .err(
             "memory_write",
             json!({"path": p, "content": "v1\n", "expected_sha256": stale}),
         )
         .await;
-    assert_eq!(r["precondition_stale"], true, "{r}");
-    t.note("stale no-op", r);
+    assert!(
+        e.contains("precondition failed")
+            && e.contains(&v1)
+            && e.contains("exactly the content sent"),
+        "{e}"
+    );
+    t.text("stale sha, same content", &e);
+    let h = s.ok("memory_history", json!({"path": p})).await;
+    assert_eq!(versions(&h).len(), 1, "no version for a refused write: {h}");
     let e = s
         .err(
             "memory_write",
@@ -845,14 +853,19 @@ async fn create_only_on_an_existing_path(b: &Backend, t: &mut Transcript) {
         "{e}"
     );
     t.text("create again", &e);
-    let r = s
-        .ok(
+    let e = s
+        .err(
             "memory_write",
             json!({"path": p, "content": "first", "if_absent": true}),
         )
         .await;
-    assert_eq!(r["unchanged"], true, "{r}");
-    t.note("create the same", r);
+    assert!(
+        e.contains("already exists")
+            && e.contains(&sha256_hex(b"first"))
+            && e.contains("exactly the content sent"),
+        "{e}"
+    );
+    t.text("create the same", &e);
     let r = s.ok("memory_read", json!({"path": p})).await;
     assert_eq!(r["content"], "first");
     let h = s.ok("memory_history", json!({"path": p})).await;
@@ -1292,8 +1305,8 @@ contract! {
     edits_replace_and_insert: "str_replace (once, all), insert and append, and their errors.",
     rename_files_and_folders: "Rename a file and a folder; a taken target or a move into itself is refused.",
     delete_files_and_folders: "Delete a file and a folder; each removed file is a version.",
-    stale_sha_changes_nothing: "A stale expected_sha256 is an error naming the current hash, and nothing changes.",
-    create_only_on_an_existing_path: "if_absent on an existing path is an error; the same content is a no-op.",
+    stale_sha_changes_nothing: "A stale expected_sha256 is an error naming the current hash, even with the same content; nothing changes.",
+    create_only_on_an_existing_path: "if_absent on an existing path is an error, even with the same content.",
     history_and_restore: "Versions with operation and actor; restore of deleted and older versions; the CLI actor.",
     redaction: "A redacted version keeps who and when, loses content and path, cannot be restored.",
     read_only_stores: "A `:ro` store refuses every mutation; with only read-only stores, no mutating tool.",

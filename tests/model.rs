@@ -167,6 +167,14 @@ enum Op {
         if_absent: bool,
         expect: Expect,
     },
+    /// A write of the content the file holds at that step (empty for a missing file): a
+    /// retry whose first reply was lost, or a racer that computed the same change. With
+    /// a stale sha256 or `if_absent` it must fail all the same.
+    Rewrite {
+        path: Pick,
+        if_absent: bool,
+        expect: Expect,
+    },
     Replace {
         path: Pick,
         old: Old,
@@ -226,6 +234,10 @@ impl Op {
                 if_absent: true, ..
             } => "write if_absent",
             Op::Write { .. } => "write",
+            Op::Rewrite {
+                if_absent: true, ..
+            } => "rewrite if_absent",
+            Op::Rewrite { .. } => "rewrite",
             Op::Replace { all: true, .. } => "replace_all",
             Op::Replace { .. } => "replace",
             Op::Insert { .. } => "insert",
@@ -333,6 +345,16 @@ fn op() -> impl Strategy<Value = Op> {
                 if_absent,
                 expect,
             }),
+        2 => (
+            file(),
+            prop::bool::weighted(0.25),
+            prop_oneof![
+                2 => Just(Expect::None),
+                1 => Just(Expect::Current),
+                2 => Just(Expect::Stale),
+            ],
+        )
+            .prop_map(|(path, if_absent, expect)| Op::Rewrite { path, if_absent, expect }),
         4 => (
             file(),
             prop_oneof![
@@ -399,8 +421,10 @@ struct Rec {
 #[derive(Debug)]
 enum Why {
     Missing,
-    Stale(String),
-    Occupied(String),
+    /// The current hash, and whether the memory already holds exactly the content a
+    /// write sent (the error must say so then, and only then).
+    Stale(String, bool),
+    Occupied(String, bool),
     Taken,
     SamePath,
     FolderSha,
@@ -415,8 +439,10 @@ impl Why {
     fn name(&self) -> &'static str {
         match self {
             Why::Missing => "missing",
-            Why::Stale(_) => "stale sha",
-            Why::Occupied(_) => "occupied",
+            Why::Stale(_, false) => "stale sha",
+            Why::Stale(_, true) => "stale sha, content already there",
+            Why::Occupied(_, false) => "occupied",
+            Why::Occupied(_, true) => "occupied, content already there",
             Why::Taken => "taken",
             Why::SamePath => "same path",
             Why::FolderSha => "sha of a folder",
@@ -432,7 +458,7 @@ impl Why {
         match self {
             Why::Missing => "does not exist".into(),
             // A failed precondition states the current hash (spec: so the agent can retry).
-            Why::Stale(current) | Why::Occupied(current) => current.clone(),
+            Why::Stale(current, _) | Why::Occupied(current, _) => current.clone(),
             Why::Taken => "already exists".into(),
             Why::SamePath => "same as path".into(),
             Why::FolderSha => "files, not folders".into(),
@@ -448,8 +474,6 @@ impl Why {
 struct Written {
     created: bool,
     version: Option<u64>,
-    /// A no-op whose `expected_sha256` named other content.
-    stale: bool,
 }
 
 struct Edited {
@@ -466,11 +490,19 @@ struct Model {
     log: Vec<Rec>,
 }
 
-fn precondition(current: Option<&String>, expected: Option<&str>) -> Result<(), Why> {
+/// TOOLS.md: a precondition is strict. Any mismatch fails, also when the memory already
+/// holds exactly the content a write sends (`sent`; `None` for other mutations).
+fn precondition(
+    current: Option<&String>,
+    expected: Option<&str>,
+    sent: Option<&str>,
+) -> Result<(), Why> {
     match (expected, current) {
         (None, _) => Ok(()),
         (Some(_), None) => Err(Why::Missing),
-        (Some(e), Some(c)) if sha(c) != e.to_ascii_lowercase() => Err(Why::Stale(sha(c))),
+        (Some(e), Some(c)) if sha(c) != e.to_ascii_lowercase() => {
+            Err(Why::Stale(sha(c), sent == Some(c.as_str())))
+        }
         _ => Ok(()),
     }
 }
@@ -595,22 +627,19 @@ impl Model {
         expected: Option<&str>,
     ) -> Result<Written, Why> {
         let current = self.files.get(path);
-        // TOOLS.md: a write of the content already stored is a no-op, whatever the
-        // precondition (a stale one is reported) and `if_absent` say.
-        if let Some(current) = current
-            && current == content
-        {
-            return Ok(Written {
-                created: false,
-                version: None,
-                stale: expected.is_some_and(|e| sha(current) != e.to_ascii_lowercase()),
-            });
-        }
-        precondition(current, expected)?;
+        precondition(current, expected, Some(content))?;
+        // `if_absent` fails on any existing memory, the same content included.
         if let Some(current) = current
             && if_absent
         {
-            return Err(Why::Occupied(sha(current)));
+            return Err(Why::Occupied(sha(current), current == content));
+        }
+        // Past the preconditions, the content already stored is a no-op.
+        if current.is_some_and(|c| c == content) {
+            return Ok(Written {
+                created: false,
+                version: None,
+            });
         }
         let created = current.is_none();
         let op = if created { "created" } else { "modified" };
@@ -619,7 +648,6 @@ impl Model {
         Ok(Written {
             created,
             version: Some(version),
-            stale: false,
         })
     }
 
@@ -630,7 +658,7 @@ impl Model {
         change: impl FnOnce(&str) -> Result<String, Why>,
     ) -> Result<Edited, Why> {
         let current = self.files.get(path).ok_or(Why::Missing)?.clone();
-        precondition(Some(&current), expected)?;
+        precondition(Some(&current), expected, None)?;
         let content = change(&current)?;
         if content == current {
             return Ok(Edited {
@@ -652,7 +680,7 @@ impl Model {
             return Err(Why::SamePath);
         }
         let content = self.files.get(from).ok_or(Why::Missing)?.clone();
-        precondition(Some(&content), expected)?;
+        precondition(Some(&content), expected, None)?;
         if self.exists(to) {
             return Err(Why::Taken);
         }
@@ -719,7 +747,7 @@ impl Model {
 
     fn delete_file(&mut self, path: &str, expected: Option<&str>) -> Result<u64, Why> {
         let content = self.files.get(path).ok_or(Why::Missing)?.clone();
-        precondition(Some(&content), expected)?;
+        precondition(Some(&content), expected, None)?;
         self.files.remove(path);
         Ok(self.record("deleted", path, None, &content))
     }
@@ -782,6 +810,9 @@ fn optional(v: &Value, key: &str) -> Value {
 /// What a step did (a label for the coverage tally), or how server and model disagree.
 type Step = Result<String, String>;
 
+/// What a refused write says when the memory already holds exactly the content sent.
+const HELD: &str = "exactly the content sent";
+
 fn failed(out: &Outcome, why: &Why) -> Step {
     ensure!(
         out.is_error,
@@ -799,6 +830,13 @@ fn failed(out: &Outcome, why: &Why) -> Step {
         "the error should mention {needle:?} ({why:?}): {}",
         out.text
     );
+    if let Why::Stale(_, held) | Why::Occupied(_, held) = why {
+        ensure!(
+            out.text.contains(HELD) == *held,
+            "the error should say {HELD:?} exactly when the memory holds the content sent ({why:?}): {}",
+            out.text
+        );
+    }
     Ok(format!("refused: {}", why.name()))
 }
 
@@ -820,16 +858,14 @@ fn check_write(out: &Outcome, path: &str, content: &str, want: Result<Written, W
     same(&r["path"], json!(canon(path)), "path")?;
     same(&r["created"], json!(w.created), "created")?;
     same(&r["unchanged"], json!(w.version.is_none()), "unchanged")?;
-    same(
-        &optional(r, "precondition_stale"),
-        json!(w.stale.then_some(true)),
-        "precondition_stale",
-    )?;
+    ensure!(
+        r.get("precondition_stale").is_none(),
+        "no success reports a stale precondition: {r}"
+    );
     same(&r["content_sha256"], json!(sha(content)), "content_sha256")?;
     same(&r["size_bytes"], json!(content.len()), "size_bytes")?;
     same(&optional(r, "version"), json!(w.version), "version")?;
     Ok(match (w.created, w.version) {
-        (_, None) if w.stale => "unchanged despite a stale sha",
         (_, None) => "unchanged",
         (true, _) => "created",
         (false, _) => "replaced",
@@ -937,6 +973,22 @@ impl Run {
                 let out = self.call("memory_write", with_sha(args, &expected)).await;
                 let want = self.m.write(p, content, *if_absent, expected.as_deref());
                 check_write(&out, p, content, want)
+            }
+            Op::Rewrite {
+                path,
+                if_absent,
+                expect,
+            } => {
+                let p = self.m.pick(path);
+                let content = self.m.files.get(p).cloned().unwrap_or_default();
+                let expected = self.m.sha_for(Some(p), *expect);
+                let mut args = json!({"path": canon(p), "content": content});
+                if *if_absent {
+                    args["if_absent"] = json!(true);
+                }
+                let out = self.call("memory_write", with_sha(args, &expected)).await;
+                let want = self.m.write(p, &content, *if_absent, expected.as_deref());
+                check_write(&out, p, &content, want)
             }
             Op::Restore {
                 version,
@@ -1494,13 +1546,16 @@ async fn run_case(scan: bool, ops: &[Op]) -> Result<(), String> {
 }
 
 /// Outcomes (parts of step labels) the default run must reach.
-const MUST_SEE: [&str; 29] = [
+const MUST_SEE: [&str; 32] = [
     "write: created",
     "write: replaced",
     "write: unchanged",
     "write: refused: stale sha",
     "write: refused: missing",
     "write if_absent: refused: occupied",
+    "rewrite: refused: stale sha, content already there",
+    "rewrite: unchanged",
+    "rewrite if_absent: refused: occupied, content already there",
     "replace: changed",
     "replace: refused: not unique",
     "replace: refused: no match",

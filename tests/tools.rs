@@ -224,10 +224,10 @@ async fn write_preconditions() {
                 json!({"path": p, "content": "v1", "if_absent": true}),
                 ok(json!({})),
             ),
-            // Same content is a no-op.
+            // Same content too: create-only never succeeds on an existing memory.
             (
                 json!({"path": p, "content": "v1", "if_absent": true}),
-                ok(json!({"unchanged": true})),
+                err(&["already exists", &v1]),
             ),
             (
                 json!({"path": p, "content": "v2", "if_absent": true}),
@@ -1327,47 +1327,92 @@ async fn reading_a_file_with_a_trailing_slash_is_refused_as_delete_and_move_refu
     s.stop().await;
 }
 
+/// Regression: a write of the content already stored succeeded as a no-op despite a
+/// stale `expected_sha256`, so two clients that both read `n` and both wrote `n + 1` both
+/// succeeded, and a counter guarded by the precondition lost increments. A precondition
+/// is strict: any mismatch fails (saying when the memory already holds exactly the content
+/// sent, which a retry whose first reply was lost needs to know), and so does `if_absent`
+/// on any existing memory. Nothing is written and no version is made.
 #[tokio::test]
-async fn a_retried_write_with_a_stale_precondition_is_a_no_op_that_says_so() {
-    // The first reply of a write was lost; the agent retries with the hash it had read
-    // before. The memory already holds what it asks for: TOOLS.md says that succeeds.
+async fn a_stale_precondition_fails_even_when_the_memory_holds_the_content_sent() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     let p = "/memories/plan.md";
-    let v1 = s
-        .ok("memory_write", json!({"path": p, "content": "v1"}))
+    s.ok("memory_write", json!({"path": p, "content": "v1"}))
         .await;
-    let args = json!({"path": p, "content": "v2", "expected_sha256": v1["content_sha256"]});
-    let first = s.ok("memory_write", args.clone()).await;
-    assert_eq!(first["unchanged"], false);
-    assert!(first.get("precondition_stale").is_none(), "{first}");
-    let retry = s.call("memory_write", args).await;
-    assert!(!retry.is_error, "{}", retry.text);
-    assert_eq!(retry.structured["unchanged"], true);
-    assert_eq!(retry.structured["precondition_stale"], true);
-    assert_eq!(retry.structured["content_sha256"], sha256_hex(b"v2"));
-    assert!(
-        retry.text.contains("expected_sha256 did not match"),
-        "{}",
-        retry.text
+    let v2 = s
+        .ok("memory_write", json!({"path": p, "content": "v2"}))
+        .await;
+    let (stale, current) = (sha256_hex(b"v1"), sha256_hex(b"v2"));
+    let held = "exactly the content sent";
+    check_write(
+        &s,
+        vec![
+            // A retry whose first reply was lost, or a racer that computed the same n + 1.
+            (
+                json!({"path": p, "content": "v2", "expected_sha256": stale}),
+                err(&["precondition failed", &current, held]),
+            ),
+            (
+                json!({"path": p, "content": "v3", "expected_sha256": stale}),
+                err_without(&["precondition failed", &current], &[held]),
+            ),
+            // A restore of the version already there.
+            (
+                json!({"path": p, "restore_version": v2["version"], "expected_sha256": stale}),
+                err(&["precondition failed", &current, held]),
+            ),
+            (
+                json!({"path": p, "content": "v2", "if_absent": true}),
+                err(&["already exists", &current, held]),
+            ),
+            (
+                json!({"path": p, "content": "v3", "if_absent": true}),
+                err_without(&["already exists", &current], &[held]),
+            ),
+        ],
+    )
+    .await;
+    check_edit(
+        &s,
+        vec![(
+            json!({"path": p, "append_text": "v3", "expected_sha256": stale}),
+            err(&["precondition failed", &current]),
+        )],
+    )
+    .await;
+    check_delete(
+        &s,
+        vec![(
+            json!({"path": p, "expected_sha256": stale}),
+            err(&["precondition failed", &current]),
+        )],
+    )
+    .await;
+    // With a precondition that holds, or none, the same content is a no-op.
+    check_write(
+        &s,
+        vec![
+            (
+                json!({"path": p, "content": "v2", "expected_sha256": current}),
+                ok(json!({"unchanged": true, "content_sha256": current})),
+            ),
+            (
+                json!({"path": p, "content": "v2"}),
+                ok(json!({"unchanged": true, "content_sha256": current})),
+            ),
+        ],
+    )
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("plan.md")).unwrap(),
+        "v2"
     );
     let history = s.ok("memory_history", json!({"path": p})).await;
     assert_eq!(
         history["versions"].as_array().unwrap().len(),
         2,
-        "no version for a no-op"
-    );
-    // Other content with that stale hash is still refused.
-    let e = s
-        .err(
-            "memory_write",
-            json!({"path": p, "content": "v3", "expected_sha256": v1["content_sha256"]}),
-        )
-        .await;
-    assert!(e.contains("precondition failed"), "{e}");
-    assert_eq!(
-        std::fs::read_to_string(sb.store().join("plan.md")).unwrap(),
-        "v2"
+        "no version for a refused write or a no-op: {history}"
     );
     s.stop().await;
 }

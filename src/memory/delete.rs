@@ -108,7 +108,7 @@ fn delete_file<'m>(
     let cur = md.current(p).ok().flatten();
     if expected.is_some() {
         let cur = md.current(p)?;
-        check_precondition(p, expected, cur.as_ref())?;
+        check_precondition(p, expected, cur.as_ref(), None)?;
     }
     if let Some(cur) = &cur {
         deletion.note(&mut rec, p.rel(), &cur.sha256, cur.text.as_bytes())?;

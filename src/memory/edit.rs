@@ -81,7 +81,7 @@ impl EditRequest<'_> {
         let cur = md.current(&p)?.ok_or_else(|| Error::NotFound {
             path: p.canonical(),
         })?;
-        check_precondition(&p, expected.as_deref(), Some(&cur))?;
+        check_precondition(&p, expected.as_deref(), Some(&cur), None)?;
         let Edited {
             text: new_text,
             changed,

@@ -87,10 +87,16 @@ pub(super) fn normalise_sha(s: &str) -> Result<String> {
     }
 }
 
+/// Checks the caller's `expected_sha256` (normalised) against the memory as it is now.
+/// Strict: any mismatch fails, also when the memory already holds exactly the content a
+/// write sends (`sent`, the sha256 of a write's content; `None` for other mutations),
+/// which the error then says. Never a no-op success: two racers that both read `n` and
+/// both write `n + 1` would otherwise both succeed, and one increment would be lost.
 pub(super) fn check_precondition(
     p: &MemPath,
     expected: Option<&str>,
     current: Option<&Current>,
+    sent: Option<&str>,
 ) -> Result<()> {
     let Some(expected) = expected else {
         return Ok(());
@@ -104,6 +110,7 @@ pub(super) fn check_precondition(
             path: p.canonical(),
             expected: expected.to_owned(),
             current: cur.sha256.clone(),
+            held: sent == Some(cur.sha256.as_str()),
         }),
         Some(_) => Ok(()),
     }

@@ -52,7 +52,7 @@ pub(super) fn rename(
         let cur = md.current(from)?.ok_or_else(|| Error::NotFound {
             path: from.canonical(),
         })?;
-        check_precondition(from, expected, Some(&cur))?;
+        check_precondition(from, expected, Some(&cur), None)?;
         let one = Moving {
             old: from.rel(),
             new: to.rel(),

@@ -40,11 +40,9 @@ pub struct WriteResult {
     pub created: bool,
     pub content_sha256: String,
     pub size_bytes: u64,
-    /// The stored content already equalled the request: nothing was written.
+    /// The stored content already equalled the request (and the precondition, if any,
+    /// held): nothing was written.
     pub unchanged: bool,
-    /// `expected_sha256` named other content than was stored, but the memory already
-    /// held the requested content, so the write succeeded as a no-op.
-    pub precondition_stale: bool,
     /// The history version this write made (none for a no-op or with history off).
     pub version: Option<u64>,
 }
@@ -135,28 +133,34 @@ fn write_content(
         content_sha256: new_sha,
         size_bytes: content.len() as u64,
         unchanged: false,
-        precondition_stale: false,
         version: None,
     };
-    // A write of the state already stored is a no-op, whatever the precondition: a
-    // write retried after its first reply was lost must not fail. A stale
-    // precondition is reported, so two racers that both read n and both write n + 1
-    // can tell: the second learns that its change was made by someone else.
-    if let Some(cur) = &current
-        && cur.sha256 == result.content_sha256
-    {
-        result.unchanged = true;
-        result.precondition_stale = expected.as_ref().is_some_and(|e| *e != cur.sha256);
-        return Ok(result);
-    }
-    check_precondition(p, expected.as_deref(), current.as_ref())?;
+    // Preconditions first, and strictly: a stale sha256 or a create-only write on an
+    // existing memory fails even when the memory already holds exactly this content
+    // (the error says so). Two racers that both read n and both write n + 1 must not
+    // both succeed, or a client that retries on failure loses an increment.
+    check_precondition(
+        p,
+        expected.as_deref(),
+        current.as_ref(),
+        Some(&result.content_sha256),
+    )?;
     if let Some(cur) = &current
         && mode == WriteMode::CreateNew
     {
         return Err(Error::Occupied {
             path: p.canonical(),
             current: cur.sha256.clone(),
+            held: cur.sha256 == result.content_sha256,
         });
+    }
+    // Without a precondition (or with one that holds), the state already stored is a
+    // no-op that records no version.
+    if let Some(cur) = &current
+        && cur.sha256 == result.content_sha256
+    {
+        result.unchanged = true;
+        return Ok(result);
     }
     result.version = store_text(
         md,

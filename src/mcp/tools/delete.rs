@@ -20,7 +20,8 @@ pub struct DeleteParams {
     /// The memory or folder to delete, e.g. `/memories/old.md` or `/memories/drafts/`
     /// (a folder is deleted with everything in it). Never a store itself.
     pub path: String,
-    /// Delete a file only if its current `content_sha256` is this.
+    /// Delete a file only if its current `content_sha256` is this; any mismatch is an
+    /// error that deletes nothing and gives the current hash.
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,

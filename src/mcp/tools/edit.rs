@@ -49,7 +49,9 @@ pub struct EditParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub new_path: Option<String>,
-    /// Apply only if the memory's current `content_sha256` is this.
+    /// Apply only if the memory's current `content_sha256` is this (from memory_read or
+    /// memory_list); any mismatch is an error that changes nothing and gives the current
+    /// hash: read the memory again and retry.
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,

@@ -23,14 +23,17 @@ pub struct WriteParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub content: Option<String>,
-    /// true = only create: fail if a memory with other content is already at `path`.
+    /// true = only create: fail if any memory is already at `path` (even one with exactly
+    /// this content: the error then says so, and gives its content_sha256).
     #[serde(default)]
     #[schemars(with = "bool")]
     pub if_absent: Option<bool>,
     /// Replace only if the memory's current `content_sha256` is this (from memory_read or
-    /// memory_list); on a mismatch nothing changes and the error gives the current hash.
-    /// A write of the content already stored succeeds as a no-op even on a mismatch (a
-    /// retry whose first reply was lost), and says so with `precondition_stale`.
+    /// memory_list). Any mismatch is an error that changes nothing and gives the current
+    /// hash: read the memory again and retry. This holds even when the memory already has
+    /// exactly the content you send (the error then says so: a retry whose first reply
+    /// was lost had landed; a change you computed from an old read was made by someone
+    /// else first).
     #[serde(default)]
     #[schemars(with = "String")]
     pub expected_sha256: Option<String>,
@@ -47,13 +50,9 @@ pub struct WriteOut {
     pub created: bool,
     pub content_sha256: String,
     pub size_bytes: u64,
-    /// The memory already had this content; nothing was written.
+    /// The memory already had this content (and expected_sha256, if given, matched it);
+    /// nothing was written.
     pub unchanged: bool,
-    /// Present (true) when expected_sha256 named other content but the memory already
-    /// held exactly this content: the write is a no-op. If your content was computed from
-    /// what you read (a counter, a list), someone else made a change first: read again.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub precondition_stale: bool,
     /// The history version this write made (absent for a no-op).
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
@@ -68,7 +67,6 @@ impl From<WriteResult> for WriteOut {
             content_sha256: r.content_sha256,
             size_bytes: r.size_bytes,
             unchanged: r.unchanged,
-            precondition_stale: r.precondition_stale,
             version: r.version,
         }
     }
@@ -77,8 +75,8 @@ impl From<WriteResult> for WriteOut {
 #[tool_router(router = write_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
     /// Create or replace a whole memory (missing folders are created). Use if_absent to
-    /// create only, expected_sha256 to replace only what you last read. Writing the content
-    /// a memory already has is a no-op.
+    /// create only, expected_sha256 to replace only what you last read (a mismatch always
+    /// fails). Without them, writing the content a memory already has is a no-op.
     #[tool(
         input_schema = input::<WriteParams>(),
         output_schema = output::<WriteOut>(),
@@ -144,9 +142,6 @@ fn render(out: &WriteOut) -> String {
         "{verb}: {} ({} bytes, content_sha256 {}{version})",
         out.path, out.size_bytes, out.content_sha256
     );
-    if out.precondition_stale {
-        text.push_str("\nNote: expected_sha256 did not match the content you last read, but the memory already holds exactly this content, so nothing was written. If you computed this content from what you read, someone else changed it first: read it again before building on it.");
-    }
     text.push_str(hidden_note(&out.path));
     text
 }

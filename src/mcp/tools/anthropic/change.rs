@@ -30,11 +30,9 @@ pub(super) fn create(
     }
     .run(m);
     match written {
-        // A create-only write of the content already there is a no-op; the tool says
-        // the file exists.
-        Ok(w) if w.created => Ok(format!("File created successfully at: {shown}")),
-        Ok(_)
-        | Err(Error::Occupied { .. } | Error::AlreadyExists { .. } | Error::IsFolder { .. }) => {
+        Ok(_) => Ok(format!("File created successfully at: {shown}")),
+        // A create-only write fails on any existing file, even one with this content.
+        Err(Error::Occupied { .. } | Error::AlreadyExists { .. } | Error::IsFolder { .. }) => {
             Err(exists())
         }
         Err(e) => Err(at.error(e, &missing(shown))),
