@@ -137,7 +137,11 @@ impl ServerHandler for MemdirServer {
     ) -> Option<SubscriptionFilter> {
         // rmcp acknowledges the stream before `listen` runs: the watches must exist by
         // then, or a change right after the acknowledgment would be missed.
-        self.subscriptions.prepare(&self.memdir);
+        let hold = self.subscriptions.hold(&self.memdir);
+        self.listen_holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hold);
         let mut accepted = SubscriptionFilter::new();
         accepted.resources_list_changed = requested.resources_list_changed;
         accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
@@ -167,23 +171,29 @@ impl ServerHandler for MemdirServer {
             }
         }
         let list_changed = accepted.resources_list_changed == Some(true);
-        let key = self
-            .subscriptions
+        let hold = self
+            .listen_holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        // Open until the client cancels it or goes away, or its input ends (then the
+        // session is over: waiting for a cancel that cannot come would hold the exit back).
+        let ended = async {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.flow.input_ended() => {}
+            }
+        };
+        self.subscriptions
             .listen(
                 &self.memdir,
                 &self.flow,
                 context.sink().clone(),
-                uris,
-                list_changed,
+                (uris, list_changed),
+                hold,
+                ended,
             )
             .await;
-        // Open until the client cancels it or its input ends (then the session is over:
-        // waiting for a cancel that cannot come would hold the exit back).
-        tokio::select! {
-            () = context.cancelled() => {}
-            () = self.flow.input_ended() => {}
-        }
-        self.subscriptions.forget(key);
         Ok(())
     }
 

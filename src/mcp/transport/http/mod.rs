@@ -17,6 +17,7 @@
 //! are answered, then the process exits. SIGHUP re-reads the tokens file.
 
 mod gate;
+mod streams;
 mod tokens;
 
 use std::convert::Infallible;
@@ -32,14 +33,14 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::OwnedSemaphorePermit;
 
 use self::gate::Gate;
+use self::streams::{Streams, Ticket};
 use self::tokens::TokenFile;
 use super::ServeError;
 use super::decode::decode;
@@ -55,7 +56,7 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reading a request's body once its headers arrived.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
-/// holds a connection, watches and a polling task.
+/// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
 /// How long shutdown waits for in-flight calls before it exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
@@ -241,7 +242,7 @@ struct App {
     tokens: Option<TokenFile>,
     max_body: usize,
     draining: AtomicBool,
-    listens: Arc<tokio::sync::Semaphore>,
+    listens: Streams,
 }
 
 /// What the access log says of one request.
@@ -278,7 +279,7 @@ impl App {
             tokens,
             max_body: options.max_body_bytes,
             draining: AtomicBool::new(false),
-            listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
+            listens: Streams::new(MAX_LISTENS),
         }
     }
 
@@ -323,11 +324,11 @@ impl App {
         if let Some(name) = identity {
             parts.extensions.insert(Identity(name));
         }
-        let mut listen_permit = None;
+        let mut listen = None;
         let body = if parts.method == Method::POST {
             match self.message(&parts, body, access).await {
-                Ok((bytes, permit)) => {
-                    listen_permit = permit;
+                Ok((bytes, ticket)) => {
+                    listen = ticket;
                     bytes
                 }
                 Err(response) => return response,
@@ -338,15 +339,8 @@ impl App {
         };
         let request = Request::from_parts(parts, Full::new(body));
         let response = self.mcp.handle(request).await;
-        match listen_permit {
-            // The stream counts until its body is dropped (ended, or the client gone).
-            Some(permit) => response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _held = &permit;
-                    frame
-                })
-                .boxed()
-            }),
+        match listen {
+            Some(ticket) => streams::follow(ticket, response),
             None => response,
         }
     }
@@ -384,14 +378,15 @@ impl App {
         }
     }
 
-    /// A POST's body, read and checked to be one JSON-RPC message (with a permit when it
-    /// opens a `subscriptions/listen` stream); else the answer to give instead.
+    /// A POST's body, read and checked to be one JSON-RPC message (with a ticket when it
+    /// opens a `subscriptions/listen` stream, and ending the stream it cancels); else the
+    /// answer to give instead.
     async fn message(
         &self,
         parts: &http::request::Parts,
         body: Incoming,
         access: &mut Access,
-    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response<Body>> {
+    ) -> Result<(Bytes, Option<Ticket>), Response<Body>> {
         let bytes = self.read_body(parts, body).await?;
         let message = match decode(trim(&bytes)) {
             Ok(Some(message)) => message,
@@ -405,12 +400,26 @@ impl App {
             }
         };
         note(&message, access);
-        if !is_listen(&message) {
-            return Ok((bytes, None));
-        }
-        match Arc::clone(&self.listens).try_acquire_owned() {
-            Ok(permit) => Ok((bytes, Some(permit))),
-            Err(_) => Err(text(
+        let caller = parts.extensions.get::<Identity>().map(|i| i.0.as_str());
+        let id = match &message {
+            ClientJsonRpcMessage::Request(r)
+                if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)) =>
+            {
+                r.id.clone()
+            }
+            ClientJsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.listens.cancel(caller, id);
+                }
+                return Ok((bytes, None));
+            }
+            _ => return Ok((bytes, None)),
+        };
+        match self.listens.admit(caller, id) {
+            Some(ticket) => Ok((bytes, Some(ticket))),
+            None => Err(text(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
                     "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
@@ -469,11 +478,6 @@ fn note(message: &ClientJsonRpcMessage, access: &mut Access) {
             access.tool = Some(crate::text::head_chars(&call.params.name, 60));
         }
     }
-}
-
-fn is_listen(message: &ClientJsonRpcMessage) -> bool {
-    matches!(message, ClientJsonRpcMessage::Request(r)
-        if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)))
 }
 
 /// The token of an `Authorization: Bearer TOKEN` header (scheme case-insensitive).
