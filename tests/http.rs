@@ -1240,3 +1240,53 @@ async fn a_cancelled_listen_stream_is_released() {
     assert_eq!(after.inotify, idle.inotify, "{after:?} vs {idle:?}");
     server.terminate().await;
 }
+
+// `resources/subscribe` is the 2025 era's model, which rmcp marks deprecated.
+#[allow(deprecated)]
+#[tokio::test]
+async fn the_http_handshake_advertises_only_the_notifications_it_serves() {
+    use rmcp::model::SubscribeRequestParams;
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let server = HttpServer::start(&["--root", store.to_str().unwrap()], &[]).await;
+    let c = server.client(None).await;
+    let resources = c
+        .client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .resources
+        .clone()
+        .expect("resources capability");
+    // `resources/subscribe` works exactly when it is advertised.
+    let subscribed = c
+        .client
+        .subscribe(SubscribeRequestParams::new("memory://memories/a.md"))
+        .await;
+    assert_eq!(
+        resources.subscribe == Some(true),
+        subscribed.is_ok(),
+        "advertised {resources:?}, subscribe gave {subscribed:?}"
+    );
+    // Nothing can follow a stateless response: no list changes are sent either.
+    assert_ne!(resources.list_changed, Some(true), "{resources:?}");
+    // The 2026-07-28 era's listen streams do carry resource updates: there the
+    // capabilities say so, and the stream accepts the URI.
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                          "params": {"_meta": meta_2026()}});
+    let found = post_2026(&server.url(), None, "server/discover", &discover)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let found: serde_json::Value = serde_json::from_str(&found).expect(&found);
+    let caps = &found["result"]["capabilities"]["resources"];
+    assert_eq!(
+        (&caps["subscribe"], &caps["listChanged"]),
+        (&json!(true), &json!(true)),
+        "{found}"
+    );
+    server.terminate().await;
+}

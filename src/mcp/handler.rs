@@ -56,7 +56,18 @@ impl ServerHandler for MemdirServer {
             ));
         }
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.transport == Transport::Http
+            && let Some(resources) = result.capabilities.resources.as_mut()
+        {
+            // `initialize` is the 2025 era, whose notifications follow on the connection
+            // after a response; stateless HTTP has none, so neither `resources/subscribe`
+            // nor list changes are offered. (The 2026-07-28 era's `server/discover` keeps
+            // both: its `subscriptions/listen` stream carries them.)
+            resources.subscribe = None;
+            resources.list_changed = None;
+        }
+        Ok(result)
     }
 
     /// The client is ready for notifications: log messages may flow (stdio only).
