@@ -1290,3 +1290,68 @@ async fn the_http_handshake_advertises_only_the_notifications_it_serves() {
     );
     server.terminate().await;
 }
+
+#[tokio::test]
+async fn after_sigterm_new_requests_get_503_while_calls_in_flight_finish() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let mut server = HttpServer::start(&["--root", store.to_str().unwrap()], &[]).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    // A call in flight: its headers are in, and the server reads its body (it asked for
+    // it with `100 Continue`), which the client holds back.
+    let body = write_call("/memories/in-flight.md");
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !String::from_utf8_lossy(&answer).contains("100 Continue\r\n\r\n") {
+            let mut buf = [0u8; 1024];
+            let n = slow.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("100 Continue");
+
+    server.signal(rustix::process::Signal::TERM);
+    server.wait_for_log("shutting down").await;
+    // A new connection is answered, with 503, and so is the health check.
+    let (status, text) = post(&server.url(), write_call("/memories/late.md"), &[]).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("shutting down"), "{text}");
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 503);
+    assert!(
+        health.headers().contains_key("retry-after"),
+        "{:?}",
+        health.headers()
+    );
+
+    // The call in flight completes and is answered; then the process exits.
+    slow.write_all(body.as_bytes()).await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut rest))
+        .await
+        .expect("the answer, then the connection closed")
+        .unwrap();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.starts_with("HTTP/1.1 200"), "{rest}");
+    assert!(rest.contains("\"created\":true"), "{rest}");
+    let status = tokio::time::timeout(Duration::from_secs(30), server.child.wait())
+        .await
+        .expect("exit after the calls in flight")
+        .unwrap();
+    assert!(status.success(), "{}", server.log_text());
+    assert!(store.join("in-flight.md").exists());
+    assert!(!store.join("late.md").exists());
+}

@@ -12,9 +12,11 @@
 //! processes can sit behind one load balancer. A request's library work runs on a blocking
 //! thread to its end even when the client disconnects: a write is whole or not done.
 //!
-//! Shutdown (SIGTERM, SIGINT): the listener closes, requests that arrive on open
-//! connections get 503, `subscriptions/listen` streams end, in-flight calls finish and
-//! are answered, then the process exits. SIGHUP re-reads the tokens file.
+//! Shutdown (SIGTERM, SIGINT): every request that arrives from then on, on a new
+//! connection or an open one, gets 503 (`Retry-After`, the connection closed after it;
+//! `/healthz` too), `subscriptions/listen` streams end, in-flight calls finish and are
+//! answered, then the listener closes and the process exits. SIGHUP re-reads the tokens
+//! file.
 
 mod gate;
 mod streams;
@@ -58,6 +60,9 @@ const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
 /// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
+/// What a request refused during shutdown is told to wait before it retries: about a
+/// restart's time.
+const RETRY_AFTER_SECS: &str = "5";
 /// How long shutdown waits for in-flight calls before it exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -136,29 +141,35 @@ pub async fn serve_http(
     }
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept_until_stopped(listener, &app, &graceful).await;
-    tracing::info!("shutting down: finishing the calls in flight");
+    accept(&listener, &app, Some(&graceful), shutdown_signal()).await;
     app.draining.store(true, Ordering::Release);
+    tracing::info!("shutting down: finishing the calls in flight");
     flow.end_input();
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "calls still in flight after {}s; exiting anyway",
-            SHUTDOWN_GRACE.as_secs()
-        );
+    // New connections are still accepted while the calls drain, to be told 503 rather
+    // than refused; they are not waited for.
+    tokio::select! {
+        drained = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()) => {
+            if drained.is_err() {
+                tracing::warn!(
+                    "calls still in flight after {}s; exiting anyway",
+                    SHUTDOWN_GRACE.as_secs()
+                );
+            }
+        }
+        () = accept(&listener, &app, None, std::future::pending()) => {}
     }
     Ok(())
 }
 
-/// Serves each connection `listener` accepts until SIGTERM or SIGINT, then closes it.
-async fn accept_until_stopped(
-    listener: TcpListener,
+/// Serves each connection `listener` accepts until `stop` resolves: watched by
+/// `graceful` while the server runs; without it (draining), for one request each.
+async fn accept(
+    listener: &TcpListener,
     app: &Arc<App>,
-    graceful: &hyper_util::server::graceful::GracefulShutdown,
+    graceful: Option<&hyper_util::server::graceful::GracefulShutdown>,
+    stop: impl Future<Output = ()>,
 ) {
-    let mut stop = std::pin::pin!(shutdown_signal());
+    let mut stop = std::pin::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -170,7 +181,7 @@ async fn accept_until_stopped(
                     continue;
                 }
             },
-            () = &mut stop => break,
+            () = &mut stop => return,
         };
         let _ = stream.set_nodelay(true);
         let app = Arc::clone(app);
@@ -178,15 +189,20 @@ async fn accept_until_stopped(
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_TIMEOUT)
+            .keep_alive(graceful.is_some())
             .serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, %peer, "connection ended with an error");
-            }
-        });
+        match graceful {
+            Some(graceful) => tokio::spawn(finish(graceful.watch(conn), peer)),
+            None => tokio::spawn(finish(conn, peer)),
+        };
     }
-    drop(listener);
+}
+
+/// Runs a connection to its end.
+async fn finish(conn: impl Future<Output = hyper::Result<()>>, peer: SocketAddr) {
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, %peer, "connection ended with an error");
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).
@@ -293,6 +309,7 @@ impl App {
         let path = request.uri().path().to_string();
         let mut access = Access::default();
         let response = match path.as_str() {
+            "/healthz" if self.draining.load(Ordering::Acquire) => shutting_down(),
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
             _ => text(
@@ -351,10 +368,7 @@ impl App {
     #[allow(clippy::result_large_err)]
     fn admit(&self, request: &Request<Incoming>) -> Result<Option<String>, Response<Body>> {
         if self.draining.load(Ordering::Acquire) {
-            return Err(text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
-            ));
+            return Err(shutting_down());
         }
         let host = request
             .headers()
@@ -499,6 +513,19 @@ fn health(method: &Method) -> Response<Body> {
             "Method Not Allowed: use GET",
         )
     }
+}
+
+/// The answer to every request that arrives while the server shuts down.
+fn shutting_down() -> Response<Body> {
+    let mut response = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_static(RETRY_AFTER_SECS),
+    );
+    response
 }
 
 fn unauthorized() -> Response<Body> {
