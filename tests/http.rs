@@ -1002,3 +1002,356 @@ async fn a_listen_stream_over_http_carries_changes_made_by_another_client() {
     // SIGTERM ends the stream, and the server exits.
     server.terminate().await;
 }
+
+/// The `_meta` a 2026-07-28 request carries.
+fn meta_2026() -> serde_json::Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "listener", "version": "1"}
+    })
+}
+
+/// A 2026-07-28 POST of `body` (JSON-RPC method `method`) to `url`, as `token`.
+fn post_2026(
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    body: &serde_json::Value,
+) -> reqwest::RequestBuilder {
+    // A client of its own: the connection ends with the response.
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2026-07-28")
+        .header("Mcp-Method", method)
+        .body(body.to_string());
+    if let Some(token) = token {
+        request = request.header("Authorization", format!("Bearer {token}"));
+    }
+    request
+}
+
+/// Opens a `subscriptions/listen` stream with request id `id` on `uri` and reads it until
+/// its acknowledgement; the stream stays open while the response lives.
+async fn open_listen(url: &str, token: Option<&str>, id: u64, uri: &str) -> reqwest::Response {
+    let listen = json!({
+        "jsonrpc": "2.0", "id": id, "method": "subscriptions/listen",
+        "params": {"_meta": meta_2026(), "notifications": {
+            "resourcesListChanged": true, "resourceSubscriptions": [uri]}}
+    });
+    let mut stream = post_2026(url, token, "subscriptions/listen", &listen)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200, "{:?}", stream.headers());
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !seen.contains("notifications/subscriptions/acknowledged") {
+            let chunk = stream
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream stays open");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no acknowledgement: {seen}"));
+    stream
+}
+
+/// What a process holds: inotify instances, threads, resident memory (KiB).
+#[derive(Clone, Copy, Debug)]
+struct Holdings {
+    inotify: usize,
+    threads: usize,
+    rss_kib: u64,
+}
+
+fn holdings(pid: u32) -> Holdings {
+    let inotify = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .expect("proc fd")
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_str() == Some("anon_inode:inotify"))
+        .count();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in {status}"))
+    };
+    Holdings {
+        inotify,
+        threads: field("Threads:") as usize,
+        rss_kib: field("VmRSS:"),
+    }
+}
+
+/// Polls (at most 30 s) until `pid`'s holdings satisfy `ok`; returns the last seen.
+async fn holdings_until(pid: u32, ok: impl Fn(Holdings) -> bool) -> Holdings {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = holdings(pid);
+        if ok(now) || std::time::Instant::now() > deadline {
+            return now;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The time 50 writes take, one after the other.
+async fn fifty_writes(client: &Server, round: &str) -> Duration {
+    let started = std::time::Instant::now();
+    for n in 0..50 {
+        client
+            .ok(
+                "memory_write",
+                json!({"path": format!("/memories/burst/{round}-{n}.md"), "content": format!("write {n}\n")}),
+            )
+            .await;
+    }
+    started.elapsed()
+}
+
+#[tokio::test]
+async fn abandoned_listen_streams_are_released() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    // Enough folders that a watch over the store costs something.
+    for d in 0..40 {
+        std::fs::create_dir_all(store.join(format!("d{d}"))).unwrap();
+        for f in 0..5 {
+            std::fs::write(store.join(format!("d{d}/m{f}.md")), "memory\n").unwrap();
+        }
+    }
+    let server = HttpServer::start(&["--root", store.to_str().unwrap()], &[]).await;
+    let pid = server.pid();
+    let writer = server.client(None).await;
+    writer.ok("memory_search", json!({"query": "memory"})).await;
+    let fresh_writes = fifty_writes(&writer, "fresh").await;
+    let idle = holdings(pid);
+
+    // 300 streams opened, acknowledged and dropped, ten at a time.
+    let url = server.url();
+    for batch in 0..30 {
+        let opened =
+            (0..10).map(|i| {
+                let url = url.clone();
+                async move {
+                    open_listen(&url, None, batch * 10 + i, "memory://memories/d0/m0.md").await
+                }
+            });
+        drop(futures::future::join_all(opened).await);
+    }
+
+    let after = holdings_until(pid, |h| {
+        h.inotify <= idle.inotify && h.threads <= idle.threads + 4
+    })
+    .await;
+    let late_writes = fifty_writes(&writer, "late").await;
+    eprintln!(
+        "idle {idle:?}, after 300 abandoned streams {after:?}; 50 writes: {fresh_writes:?} fresh, {late_writes:?} after"
+    );
+    assert_eq!(
+        after.inotify, idle.inotify,
+        "inotify instances left: {after:?} vs {idle:?}"
+    );
+    assert!(
+        after.threads <= idle.threads + 4,
+        "threads left: {after:?} vs {idle:?}"
+    );
+    assert!(
+        after.rss_kib <= idle.rss_kib + 16 * 1024,
+        "memory not released: {after:?} vs {idle:?}"
+    );
+    assert!(
+        late_writes <= fresh_writes * 3 + Duration::from_secs(1),
+        "writes slowed down: {fresh_writes:?} fresh, {late_writes:?} after the streams"
+    );
+    server.terminate().await;
+}
+
+#[tokio::test]
+async fn a_cancelled_listen_stream_is_released() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let tokens = tokens_file(sb.tmp.path());
+    let server =
+        HttpServer::start(&["--root", store.to_str().unwrap()], &["--tokens", &tokens]).await;
+    let pid = server.pid();
+    let writer = server.client(Some(BOB)).await;
+    writer.ok("memory_search", json!({"query": "memory"})).await;
+    let idle = holdings(pid);
+    let mut stream = open_listen(&server.url(), Some(ALICE), 41, "memory://memories/a.md").await;
+    assert!(
+        holdings(pid).inotify > idle.inotify,
+        "the stream watches the store"
+    );
+
+    // Another client's cancel of the same request id does not end it: a change made
+    // after it still arrives...
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 41, "_meta": meta_2026()}});
+    let bob = post_2026(&server.url(), Some(BOB), "notifications/cancelled", &cancel)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(bob.status().as_u16(), 202);
+    writer
+        .ok(
+            "memory_write",
+            json!({"path": "/memories/a.md", "content": "after bob's cancel\n"}),
+        )
+        .await;
+    let mut seen = String::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !seen.contains("notifications/resources/updated") {
+            let chunk = stream
+                .chunk()
+                .await
+                .unwrap()
+                .expect("the stream stays open");
+            seen.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no update after bob's cancel: {seen}"));
+    // ...its own does: the stream ends, and with it the watch.
+    let alice = post_2026(
+        &server.url(),
+        Some(ALICE),
+        "notifications/cancelled",
+        &cancel,
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(alice.status().as_u16(), 202);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while stream.chunk().await.unwrap().is_some() {}
+    })
+    .await
+    .expect("the cancelled stream ends");
+    let after = holdings_until(pid, |h| h.inotify <= idle.inotify).await;
+    assert_eq!(after.inotify, idle.inotify, "{after:?} vs {idle:?}");
+    server.terminate().await;
+}
+
+// `resources/subscribe` is the 2025 era's model, which rmcp marks deprecated.
+#[allow(deprecated)]
+#[tokio::test]
+async fn the_http_handshake_advertises_only_the_notifications_it_serves() {
+    use rmcp::model::SubscribeRequestParams;
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let server = HttpServer::start(&["--root", store.to_str().unwrap()], &[]).await;
+    let c = server.client(None).await;
+    let resources = c
+        .client
+        .peer_info()
+        .expect("server info")
+        .capabilities
+        .resources
+        .clone()
+        .expect("resources capability");
+    // `resources/subscribe` works exactly when it is advertised.
+    let subscribed = c
+        .client
+        .subscribe(SubscribeRequestParams::new("memory://memories/a.md"))
+        .await;
+    assert_eq!(
+        resources.subscribe == Some(true),
+        subscribed.is_ok(),
+        "advertised {resources:?}, subscribe gave {subscribed:?}"
+    );
+    // Nothing can follow a stateless response: no list changes are sent either.
+    assert_ne!(resources.list_changed, Some(true), "{resources:?}");
+    // The 2026-07-28 era's listen streams do carry resource updates: there the
+    // capabilities say so, and the stream accepts the URI.
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                          "params": {"_meta": meta_2026()}});
+    let found = post_2026(&server.url(), None, "server/discover", &discover)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let found: serde_json::Value = serde_json::from_str(&found).expect(&found);
+    let caps = &found["result"]["capabilities"]["resources"];
+    assert_eq!(
+        (&caps["subscribe"], &caps["listChanged"]),
+        (&json!(true), &json!(true)),
+        "{found}"
+    );
+    server.terminate().await;
+}
+
+#[tokio::test]
+async fn after_sigterm_new_requests_get_503_while_calls_in_flight_finish() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let mut server = HttpServer::start(&["--root", store.to_str().unwrap()], &[]).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    // A call in flight: its headers are in, and the server reads its body (it asked for
+    // it with `100 Continue`), which the client holds back.
+    let body = write_call("/memories/in-flight.md");
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while !String::from_utf8_lossy(&answer).contains("100 Continue\r\n\r\n") {
+            let mut buf = [0u8; 1024];
+            let n = slow.read(&mut buf).await.unwrap();
+            assert!(n > 0, "closed: {}", String::from_utf8_lossy(&answer));
+            answer.extend_from_slice(&buf[..n]);
+        }
+    })
+    .await
+    .expect("100 Continue");
+
+    server.signal(rustix::process::Signal::TERM);
+    server.wait_for_log("shutting down").await;
+    // A new connection is answered, with 503, and so is the health check.
+    let (status, text) = post(&server.url(), write_call("/memories/late.md"), &[]).await;
+    assert_eq!(status, 503, "{text}");
+    assert!(text.contains("shutting down"), "{text}");
+    let health = reqwest::get(format!("{}/healthz", server.base))
+        .await
+        .unwrap();
+    assert_eq!(health.status().as_u16(), 503);
+    assert!(
+        health.headers().contains_key("retry-after"),
+        "{:?}",
+        health.headers()
+    );
+
+    // The call in flight completes and is answered; then the process exits.
+    slow.write_all(body.as_bytes()).await.unwrap();
+    let mut rest = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), slow.read_to_end(&mut rest))
+        .await
+        .expect("the answer, then the connection closed")
+        .unwrap();
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(rest.starts_with("HTTP/1.1 200"), "{rest}");
+    assert!(rest.contains("\"created\":true"), "{rest}");
+    let status = tokio::time::timeout(Duration::from_secs(30), server.child.wait())
+        .await
+        .expect("exit after the calls in flight")
+        .unwrap();
+    assert!(status.success(), "{}", server.log_text());
+    assert!(store.join("in-flight.md").exists());
+    assert!(!store.join("late.md").exists());
+}

@@ -56,7 +56,18 @@ impl ServerHandler for MemdirServer {
             ));
         }
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        if self.transport == Transport::Http
+            && let Some(resources) = result.capabilities.resources.as_mut()
+        {
+            // `initialize` is the 2025 era, whose notifications follow on the connection
+            // after a response; stateless HTTP has none, so neither `resources/subscribe`
+            // nor list changes are offered. (The 2026-07-28 era's `server/discover` keeps
+            // both: its `subscriptions/listen` stream carries them.)
+            resources.subscribe = None;
+            resources.list_changed = None;
+        }
+        Ok(result)
     }
 
     /// The client is ready for notifications: log messages may flow (stdio only).
@@ -137,7 +148,11 @@ impl ServerHandler for MemdirServer {
     ) -> Option<SubscriptionFilter> {
         // rmcp acknowledges the stream before `listen` runs: the watches must exist by
         // then, or a change right after the acknowledgment would be missed.
-        self.subscriptions.prepare(&self.memdir);
+        let hold = self.subscriptions.hold(&self.memdir);
+        self.listen_holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(hold);
         let mut accepted = SubscriptionFilter::new();
         accepted.resources_list_changed = requested.resources_list_changed;
         accepted.resource_subscriptions = requested.resource_subscriptions.as_ref().map(|uris| {
@@ -167,23 +182,29 @@ impl ServerHandler for MemdirServer {
             }
         }
         let list_changed = accepted.resources_list_changed == Some(true);
-        let key = self
-            .subscriptions
+        let hold = self
+            .listen_holds
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop();
+        // Open until the client cancels it or goes away, or its input ends (then the
+        // session is over: waiting for a cancel that cannot come would hold the exit back).
+        let ended = async {
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.flow.input_ended() => {}
+            }
+        };
+        self.subscriptions
             .listen(
                 &self.memdir,
                 &self.flow,
                 context.sink().clone(),
-                uris,
-                list_changed,
+                (uris, list_changed),
+                hold,
+                ended,
             )
             .await;
-        // Open until the client cancels it or its input ends (then the session is over:
-        // waiting for a cancel that cannot come would hold the exit back).
-        tokio::select! {
-            () = context.cancelled() => {}
-            () = self.flow.input_ended() => {}
-        }
-        self.subscriptions.forget(key);
         Ok(())
     }
 

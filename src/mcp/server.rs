@@ -1,8 +1,8 @@
 //! The MCP server over a set of stores: which tools it offers, and how a request's
 //! library work runs (on a blocking thread: file IO and locks block).
 
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex};
 
 use rmcp::ErrorData;
 use rmcp::handler::server::router::tool::ToolRouter;
@@ -69,8 +69,11 @@ pub struct MemdirServer {
     pub(super) tool_router: ToolRouter<Self>,
     /// Whether this connection's `initialize` has been answered.
     pub(super) initialized: Arc<AtomicBool>,
-    /// Who wants resource notifications.
+    /// Who wants resource notifications: one for the whole server, so that one feed
+    /// serves every subscriber (over HTTP, every request shares it).
     pub(super) subscriptions: Arc<subscribe::Subscriptions>,
+    /// The feed kept for listen streams being acknowledged (see [`subscribe::Hold`]).
+    pub(super) listen_holds: Arc<Mutex<Vec<subscribe::Hold>>>,
     /// The connection's flow control: notifications wait while the client is not reading.
     pub(super) flow: FlowHandle,
     pub(super) transport: Transport,
@@ -91,18 +94,19 @@ impl MemdirServer {
             tools,
             initialized: Arc::new(AtomicBool::new(false)),
             subscriptions: Arc::default(),
+            listen_holds: Arc::default(),
             flow,
             transport,
             logging: Arc::default(),
         }
     }
 
-    /// The server for one stateless HTTP request: the stores, tools and flow are shared;
-    /// the handshake state and subscriptions are the request's own.
+    /// The server for one stateless HTTP request: the stores, tools, flow and
+    /// subscriptions are shared; the handshake state is the request's own.
     pub(super) fn for_request(&self) -> Self {
         MemdirServer {
             initialized: Arc::new(AtomicBool::new(false)),
-            subscriptions: Arc::default(),
+            listen_holds: Arc::default(),
             logging: Arc::default(),
             ..self.clone()
         }

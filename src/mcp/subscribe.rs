@@ -1,17 +1,20 @@
 //! Resource notifications, in both subscription models: the legacy `resources/subscribe`
 //! (with `notifications/resources/list_changed` to a client that listed resources) and the
-//! 2026-07-28 `subscriptions/listen`. One task per connection polls the library's change
-//! feed every `POLL` once something asked for notifications (listing resources, a
-//! subscription, a listen stream): sessions that only use tools never watch. Changes made
-//! outside the server (an editor, another memdir process) are reported like its own.
+//! 2026-07-28 `subscriptions/listen`. One feed of changes (one watch per store) serves
+//! every subscriber of the server, over stdio and HTTP alike: a task polls it every `POLL`
+//! while someone wants notifications (a client that listed resources or subscribed, an
+//! open listen stream, one being acknowledged), and stops, closing the watches, when the
+//! last one leaves. Sessions that only use tools never watch. Each listen stream forwards
+//! its own notifications, so a client that does not read holds back no one else. Changes
+//! made outside the server (an editor, another memdir process) are reported like its own.
 
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use rmcp::RoleServer;
 use rmcp::model::ResourceUpdatedNotificationParam;
-use rmcp::service::{Peer, SubscriptionSink};
+use rmcp::service::{Peer, SubscriptionSendError, SubscriptionSink};
 
 use super::flow::FlowHandle;
 use crate::memory::{Feed, FeedEvents, Memdir};
@@ -25,14 +28,12 @@ pub(super) const MAX_URIS: usize = 1024;
 /// "everything changed".
 const MAX_PENDING_PATHS: usize = 10_000;
 
-/// Who wants which notifications on this connection.
+/// Who wants which notifications, and the feed that serves them all.
 #[derive(Default)]
 pub(super) struct Subscriptions {
     state: Mutex<State>,
-    /// Set once the polling task runs (its feed was made before).
-    polling: tokio::sync::OnceCell<()>,
-    /// A feed made ahead of the polling task (see [`Subscriptions::prepare`]).
-    prepared: Mutex<Option<Feed>>,
+    /// The one feed, while anyone wants notifications. Locked after `state` when both are.
+    feed: Mutex<Option<Feed>>,
 }
 
 #[derive(Default)]
@@ -44,14 +45,64 @@ struct State {
     /// Open `subscriptions/listen` streams.
     listeners: Vec<Listener>,
     next_listener: u64,
+    /// Listen streams being acknowledged (see [`Hold`]).
+    holds: usize,
+    /// Whether the polling task runs.
+    polling: bool,
+}
+
+impl State {
+    fn wanted(&self) -> bool {
+        self.peer.is_some() || !self.uris.is_empty() || !self.listeners.is_empty() || self.holds > 0
+    }
 }
 
 struct Listener {
     key: u64,
-    sink: SubscriptionSink,
+    inbox: Arc<Inbox>,
     /// Accepted resource URIs, with their canonical paths.
     uris: Vec<(String, String)>,
     list_changed: bool,
+}
+
+/// What one listen stream has yet to send, filled by the polling task.
+#[derive(Default)]
+struct Inbox {
+    news: Mutex<News>,
+    ready: tokio::sync::Notify,
+}
+
+#[derive(Default)]
+struct News {
+    updated: Vec<String>,
+    list_changed: bool,
+}
+
+/// Keeps the feed from stopping between a listen stream's acknowledgement (its filter is
+/// accepted before `listen` runs) and its registration; dropped with the request if the
+/// stream never opens.
+pub(super) struct Hold(Arc<Subscriptions>);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut state = self.0.lock();
+        state.holds -= 1;
+        if !state.polling && !state.wanted() {
+            self.0.feed_slot().take();
+        }
+    }
+}
+
+/// A registered listen stream, forgotten when dropped (its handler ended or was dropped).
+struct Registered<'a> {
+    subs: &'a Subscriptions,
+    key: u64,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        self.subs.lock().listeners.retain(|l| l.key != self.key);
+    }
 }
 
 impl Subscriptions {
@@ -93,92 +144,131 @@ impl Subscriptions {
         self.lock().uris.retain(|(u, _)| u != uri);
     }
 
-    /// Registers a `subscriptions/listen` stream; returns its key for [`Self::forget`].
+    /// Makes sure the feed exists now, on this thread, and keeps it until the returned
+    /// hold is dropped: for a listen stream about to be acknowledged (a change after the
+    /// acknowledgement must be reported), from a caller that cannot await.
+    pub fn hold(self: &Arc<Self>, memdir: &Memdir) -> Hold {
+        self.lock().holds += 1;
+        let hold = Hold(Arc::clone(self));
+        self.ensure_feed(memdir);
+        hold
+    }
+
+    /// Serves a `subscriptions/listen` stream until `ended` resolves or the stream is
+    /// gone: registers it (then drops `hold`), and sends it the changes it asked for.
     pub async fn listen(
         self: &Arc<Self>,
         memdir: &Arc<Memdir>,
         flow: &FlowHandle,
         sink: SubscriptionSink,
-        uris: Vec<(String, String)>,
-        list_changed: bool,
-    ) -> u64 {
-        let key = {
+        listener: (Vec<(String, String)>, bool),
+        hold: Option<Hold>,
+        ended: impl Future<Output = ()>,
+    ) {
+        let (uris, list_changed) = listener;
+        let inbox = Arc::new(Inbox::default());
+        let registered = {
             let mut state = self.lock();
             let key = state.next_listener;
             state.next_listener += 1;
             state.listeners.push(Listener {
                 key,
-                sink,
+                inbox: Arc::clone(&inbox),
                 uris,
                 list_changed,
             });
-            key
+            Registered { subs: self, key }
         };
+        drop(hold);
         self.start(memdir, flow).await;
-        key
+        let mut ended = std::pin::pin!(ended);
+        loop {
+            tokio::select! {
+                () = &mut ended => break,
+                () = inbox.ready.notified() => {}
+            }
+            let news = std::mem::take(&mut *inbox.news.lock().unwrap_or_else(|e| e.into_inner()));
+            let send = async {
+                for uri in news.updated {
+                    gone(sink.notify_resource_updated(uri).await)?;
+                }
+                if news.list_changed {
+                    gone(sink.notify_resource_list_changed().await)?;
+                }
+                Ok::<(), ()>(())
+            };
+            // A client that does not read blocks its own stream only, until it ends.
+            let sent = tokio::select! {
+                () = &mut ended => break,
+                sent = send => sent,
+            };
+            if sent.is_err() {
+                break;
+            }
+        }
+        drop(registered);
     }
 
-    pub fn forget(&self, key: u64) {
-        self.lock().listeners.retain(|l| l.key != key);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Makes the feed now, on this thread, if the polling task does not run yet: for a
-    /// caller that cannot await but must have the watches in place before it returns.
-    pub fn prepare(&self, memdir: &Memdir) {
-        if self.polling.initialized() {
-            return;
-        }
-        let mut prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
-        if prepared.is_none() {
-            *prepared = Some(Feed::start(memdir));
+    fn feed_slot(&self) -> MutexGuard<'_, Option<Feed>> {
+        self.feed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the feed (the watches) unless it runs. Blocks: it walks the stores.
+    fn ensure_feed(&self, memdir: &Memdir) {
+        let mut feed = self.feed_slot();
+        if feed.is_none() {
+            *feed = Some(Feed::start(memdir));
         }
     }
 
-    /// Starts the polling task once, on the first request that asks for notifications;
-    /// every such request awaits it, so the feed (the watches) exists before it is
-    /// answered and a change after the answer is reported.
+    /// Makes sure the feed exists before the request that asked is answered (so a change
+    /// after the answer is reported), and that the polling task runs.
     async fn start(self: &Arc<Self>, memdir: &Arc<Memdir>, flow: &FlowHandle) {
-        self.polling
-            .get_or_init(|| async {
-                let prepared = self
-                    .prepared
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take();
-                let feed = match prepared {
-                    Some(feed) => feed,
-                    None => {
-                        let m = Arc::clone(memdir);
-                        match tokio::task::spawn_blocking(move || Feed::start(&m)).await {
-                            Ok(feed) => feed,
-                            Err(e) => {
-                                tracing::error!(error = %e, "could not start watching for changes");
-                                return;
-                            }
-                        }
-                    }
-                };
-                tokio::spawn(poll_loop(
-                    Arc::clone(memdir),
-                    Arc::clone(self),
-                    flow.clone(),
-                    feed,
-                ));
-            })
-            .await;
+        let (subs, m) = (Arc::clone(self), Arc::clone(memdir));
+        if let Err(e) = tokio::task::spawn_blocking(move || subs.ensure_feed(&m)).await {
+            tracing::error!(error = %e, "could not start watching for changes");
+            return;
+        }
+        let mut state = self.lock();
+        if !state.polling {
+            state.polling = true;
+            tokio::spawn(poll_loop(
+                Arc::clone(memdir),
+                Arc::clone(self),
+                flow.clone(),
+            ));
+        }
+    }
+
+    /// Whether the polling task goes on; when no one wants notifications any more, it
+    /// stops and the feed's watches close.
+    fn keep_polling(&self) -> bool {
+        let mut state = self.lock();
+        if state.wanted() {
+            return true;
+        }
+        state.polling = false;
+        self.feed_slot().take();
+        false
     }
 }
 
-async fn poll_loop(
-    memdir: Arc<Memdir>,
-    subs: Arc<Subscriptions>,
-    flow: FlowHandle,
-    mut feed: Feed,
-) {
+/// `Err` when a listen stream's notification failed because the stream is gone.
+fn gone(sent: Result<(), SubscriptionSendError>) -> Result<(), ()> {
+    match sent {
+        Err(SubscriptionSendError::SubscriptionClosed | SubscriptionSendError::Service(_)) => {
+            Err(())
+        }
+        // Not in the accepted filter: left out, the stream goes on.
+        _ => Ok(()),
+    }
+}
+
+async fn poll_loop(memdir: Arc<Memdir>, subs: Arc<Subscriptions>, flow: FlowHandle) {
     let mut tick = tokio::time::interval(POLL);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // Changes not yet told: while the client is not reading its output, they gather here,
@@ -186,16 +276,27 @@ async fn poll_loop(
     let mut pending = FeedEvents::default();
     loop {
         tick.tick().await;
-        let m = Arc::clone(&memdir);
-        let Ok((back, events)) = tokio::task::spawn_blocking(move || {
-            let events = feed.poll(&m);
-            (feed, events)
-        })
-        .await
-        else {
+        if !subs.keep_polling() {
             return;
+        }
+        let (s, m) = (Arc::clone(&subs), Arc::clone(&memdir));
+        let polled = tokio::task::spawn_blocking(move || {
+            s.feed_slot()
+                .as_mut()
+                .map(|feed| feed.poll(&m))
+                .unwrap_or_default()
+        })
+        .await;
+        let events = match polled {
+            Ok(events) => events,
+            Err(e) => {
+                tracing::error!(error = %e, "watching for changes failed");
+                let mut state = subs.lock();
+                state.polling = false;
+                subs.feed_slot().take();
+                return;
+            }
         };
-        feed = back;
         for path in events.changed {
             if !pending.changed.contains(&path) {
                 pending.changed.push(path);
@@ -214,32 +315,35 @@ async fn poll_loop(
     }
 }
 
-/// Sends what `events` means to everyone who asked.
+/// Sends what `events` means to the legacy subscriber, and hands each listen stream its
+/// part.
 async fn notify(subs: &Subscriptions, events: &FeedEvents) {
-    let (peer, updated, listeners) = {
+    let (peer, updated) = {
         let state = subs.lock();
+        for listener in &state.listeners {
+            let mut news = listener
+                .inbox
+                .news
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            let before = (news.updated.len(), news.list_changed);
+            for (uri, path) in &listener.uris {
+                if events.touches(path) && !news.updated.contains(uri) {
+                    news.updated.push(uri.clone());
+                }
+            }
+            news.list_changed |= listener.list_changed && events.list_changed;
+            if (news.updated.len(), news.list_changed) != before {
+                listener.inbox.ready.notify_one();
+            }
+        }
         let updated: Vec<String> = state
             .uris
             .iter()
             .filter(|(_, path)| events.touches(path))
             .map(|(uri, _)| uri.clone())
             .collect();
-        let listeners: Vec<(SubscriptionSink, Vec<String>, bool)> = state
-            .listeners
-            .iter()
-            .map(|l| {
-                (
-                    l.sink.clone(),
-                    l.uris
-                        .iter()
-                        .filter(|(_, path)| events.touches(path))
-                        .map(|(uri, _)| uri.clone())
-                        .collect(),
-                    l.list_changed && events.list_changed,
-                )
-            })
-            .collect();
-        (state.peer.clone(), updated, listeners)
+        (state.peer.clone(), updated)
     };
     if let Some(peer) = peer {
         for uri in updated {
@@ -249,14 +353,6 @@ async fn notify(subs: &Subscriptions, events: &FeedEvents) {
         }
         if events.list_changed {
             let _ = peer.notify_resource_list_changed().await;
-        }
-    }
-    for (sink, uris, list_changed) in listeners {
-        for uri in uris {
-            let _ = sink.notify_resource_updated(uri).await;
-        }
-        if list_changed {
-            let _ = sink.notify_resource_list_changed().await;
         }
     }
 }

@@ -12,11 +12,14 @@
 //! processes can sit behind one load balancer. A request's library work runs on a blocking
 //! thread to its end even when the client disconnects: a write is whole or not done.
 //!
-//! Shutdown (SIGTERM, SIGINT): the listener closes, requests that arrive on open
-//! connections get 503, `subscriptions/listen` streams end, in-flight calls finish and
-//! are answered, then the process exits. SIGHUP re-reads the tokens file.
+//! Shutdown (SIGTERM, SIGINT): every request that arrives from then on, on a new
+//! connection or an open one, gets 503 (`Retry-After`, the connection closed after it;
+//! `/healthz` too), `subscriptions/listen` streams end, in-flight calls finish and are
+//! answered, then the listener closes and the process exits. SIGHUP re-reads the tokens
+//! file.
 
 mod gate;
+mod streams;
 mod tokens;
 
 use std::convert::Infallible;
@@ -32,14 +35,14 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
-use tokio::sync::OwnedSemaphorePermit;
 
 use self::gate::Gate;
+use self::streams::{Streams, Ticket};
 use self::tokens::TokenFile;
 use super::ServeError;
 use super::decode::decode;
@@ -55,8 +58,11 @@ const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reading a request's body once its headers arrived.
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
-/// holds a connection, watches and a polling task.
+/// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
+/// What a request refused during shutdown is told to wait before it retries: about a
+/// restart's time.
+const RETRY_AFTER_SECS: &str = "5";
 /// How long shutdown waits for in-flight calls before it exits anyway.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
@@ -135,29 +141,35 @@ pub async fn serve_http(
     }
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept_until_stopped(listener, &app, &graceful).await;
-    tracing::info!("shutting down: finishing the calls in flight");
+    accept(&listener, &app, Some(&graceful), shutdown_signal()).await;
     app.draining.store(true, Ordering::Release);
+    tracing::info!("shutting down: finishing the calls in flight");
     flow.end_input();
-    if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
-        .await
-        .is_err()
-    {
-        tracing::warn!(
-            "calls still in flight after {}s; exiting anyway",
-            SHUTDOWN_GRACE.as_secs()
-        );
+    // New connections are still accepted while the calls drain, to be told 503 rather
+    // than refused; they are not waited for.
+    tokio::select! {
+        drained = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()) => {
+            if drained.is_err() {
+                tracing::warn!(
+                    "calls still in flight after {}s; exiting anyway",
+                    SHUTDOWN_GRACE.as_secs()
+                );
+            }
+        }
+        () = accept(&listener, &app, None, std::future::pending()) => {}
     }
     Ok(())
 }
 
-/// Serves each connection `listener` accepts until SIGTERM or SIGINT, then closes it.
-async fn accept_until_stopped(
-    listener: TcpListener,
+/// Serves each connection `listener` accepts until `stop` resolves: watched by
+/// `graceful` while the server runs; without it (draining), for one request each.
+async fn accept(
+    listener: &TcpListener,
     app: &Arc<App>,
-    graceful: &hyper_util::server::graceful::GracefulShutdown,
+    graceful: Option<&hyper_util::server::graceful::GracefulShutdown>,
+    stop: impl Future<Output = ()>,
 ) {
-    let mut stop = std::pin::pin!(shutdown_signal());
+    let mut stop = std::pin::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -169,7 +181,7 @@ async fn accept_until_stopped(
                     continue;
                 }
             },
-            () = &mut stop => break,
+            () = &mut stop => return,
         };
         let _ = stream.set_nodelay(true);
         let app = Arc::clone(app);
@@ -177,15 +189,20 @@ async fn accept_until_stopped(
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(TokioTimer::new())
             .header_read_timeout(HEADER_TIMEOUT)
+            .keep_alive(graceful.is_some())
             .serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, %peer, "connection ended with an error");
-            }
-        });
+        match graceful {
+            Some(graceful) => tokio::spawn(finish(graceful.watch(conn), peer)),
+            None => tokio::spawn(finish(conn, peer)),
+        };
     }
-    drop(listener);
+}
+
+/// Runs a connection to its end.
+async fn finish(conn: impl Future<Output = hyper::Result<()>>, peer: SocketAddr) {
+    if let Err(e) = conn.await {
+        tracing::debug!(error = %e, %peer, "connection ended with an error");
+    }
 }
 
 /// Resolves on SIGTERM or SIGINT (Ctrl-C).
@@ -241,7 +258,7 @@ struct App {
     tokens: Option<TokenFile>,
     max_body: usize,
     draining: AtomicBool,
-    listens: Arc<tokio::sync::Semaphore>,
+    listens: Streams,
 }
 
 /// What the access log says of one request.
@@ -278,7 +295,7 @@ impl App {
             tokens,
             max_body: options.max_body_bytes,
             draining: AtomicBool::new(false),
-            listens: Arc::new(tokio::sync::Semaphore::new(MAX_LISTENS)),
+            listens: Streams::new(MAX_LISTENS),
         }
     }
 
@@ -292,6 +309,7 @@ impl App {
         let path = request.uri().path().to_string();
         let mut access = Access::default();
         let response = match path.as_str() {
+            "/healthz" if self.draining.load(Ordering::Acquire) => shutting_down(),
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
             _ => text(
@@ -323,11 +341,11 @@ impl App {
         if let Some(name) = identity {
             parts.extensions.insert(Identity(name));
         }
-        let mut listen_permit = None;
+        let mut listen = None;
         let body = if parts.method == Method::POST {
             match self.message(&parts, body, access).await {
-                Ok((bytes, permit)) => {
-                    listen_permit = permit;
+                Ok((bytes, ticket)) => {
+                    listen = ticket;
                     bytes
                 }
                 Err(response) => return response,
@@ -338,15 +356,8 @@ impl App {
         };
         let request = Request::from_parts(parts, Full::new(body));
         let response = self.mcp.handle(request).await;
-        match listen_permit {
-            // The stream counts until its body is dropped (ended, or the client gone).
-            Some(permit) => response.map(|body| {
-                body.map_frame(move |frame| {
-                    let _held = &permit;
-                    frame
-                })
-                .boxed()
-            }),
+        match listen {
+            Some(ticket) => streams::follow(ticket, response),
             None => response,
         }
     }
@@ -357,10 +368,7 @@ impl App {
     #[allow(clippy::result_large_err)]
     fn admit(&self, request: &Request<Incoming>) -> Result<Option<String>, Response<Body>> {
         if self.draining.load(Ordering::Acquire) {
-            return Err(text(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
-            ));
+            return Err(shutting_down());
         }
         let host = request
             .headers()
@@ -384,14 +392,15 @@ impl App {
         }
     }
 
-    /// A POST's body, read and checked to be one JSON-RPC message (with a permit when it
-    /// opens a `subscriptions/listen` stream); else the answer to give instead.
+    /// A POST's body, read and checked to be one JSON-RPC message (with a ticket when it
+    /// opens a `subscriptions/listen` stream, and ending the stream it cancels); else the
+    /// answer to give instead.
     async fn message(
         &self,
         parts: &http::request::Parts,
         body: Incoming,
         access: &mut Access,
-    ) -> Result<(Bytes, Option<OwnedSemaphorePermit>), Response<Body>> {
+    ) -> Result<(Bytes, Option<Ticket>), Response<Body>> {
         let bytes = self.read_body(parts, body).await?;
         let message = match decode(trim(&bytes)) {
             Ok(Some(message)) => message,
@@ -405,12 +414,26 @@ impl App {
             }
         };
         note(&message, access);
-        if !is_listen(&message) {
-            return Ok((bytes, None));
-        }
-        match Arc::clone(&self.listens).try_acquire_owned() {
-            Ok(permit) => Ok((bytes, Some(permit))),
-            Err(_) => Err(text(
+        let caller = parts.extensions.get::<Identity>().map(|i| i.0.as_str());
+        let id = match &message {
+            ClientJsonRpcMessage::Request(r)
+                if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)) =>
+            {
+                r.id.clone()
+            }
+            ClientJsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.listens.cancel(caller, id);
+                }
+                return Ok((bytes, None));
+            }
+            _ => return Ok((bytes, None)),
+        };
+        match self.listens.admit(caller, id) {
+            Some(ticket) => Ok((bytes, Some(ticket))),
+            None => Err(text(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
                     "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
@@ -471,11 +494,6 @@ fn note(message: &ClientJsonRpcMessage, access: &mut Access) {
     }
 }
 
-fn is_listen(message: &ClientJsonRpcMessage) -> bool {
-    matches!(message, ClientJsonRpcMessage::Request(r)
-        if matches!(r.request, ClientRequest::SubscriptionsListenRequest(_)))
-}
-
 /// The token of an `Authorization: Bearer TOKEN` header (scheme case-insensitive).
 fn bearer(headers: &http::HeaderMap) -> Option<&[u8]> {
     let value = headers.get(header::AUTHORIZATION)?.as_bytes();
@@ -495,6 +513,19 @@ fn health(method: &Method) -> Response<Body> {
             "Method Not Allowed: use GET",
         )
     }
+}
+
+/// The answer to every request that arrives while the server shuts down.
+fn shutting_down() -> Response<Body> {
+    let mut response = text(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Service Unavailable: the server is shutting down; retry on another instance or after its restart",
+    );
+    response.headers_mut().insert(
+        header::RETRY_AFTER,
+        header::HeaderValue::from_static(RETRY_AFTER_SECS),
+    );
+    response
 }
 
 fn unauthorized() -> Response<Body> {

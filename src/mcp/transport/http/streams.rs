@@ -1,0 +1,152 @@
+//! The `subscriptions/listen` streams open on the HTTP server: how many may be open (one
+//! more gets 429), and how one ends on a `notifications/cancelled` for its request id.
+//!
+//! A stateless server has no session to carry a cancel to the stream it names, so the
+//! transport keeps the open streams by caller (the token's NAME; every client when there
+//! are no tokens) and request id, and ends the named stream's response body itself.
+//! Dropping the body ends the stream's handler in rmcp, as a client that disconnects does.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::Response;
+use http_body_util::BodyExt;
+use hyper::body::Frame;
+use rmcp::model::RequestId;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot};
+
+use super::Body;
+
+/// The open streams, and the permits that count them.
+pub(super) struct Streams {
+    permits: Arc<Semaphore>,
+    open: Arc<Mutex<Open>>,
+}
+
+#[derive(Default)]
+struct Open {
+    streams: HashMap<u64, Stream>,
+    next: u64,
+}
+
+struct Stream {
+    caller: Option<String>,
+    id: RequestId,
+    cancel: oneshot::Sender<()>,
+}
+
+/// A stream about to open: it counts against the limit from now until its response body
+/// is dropped (ended, cancelled, or the client gone).
+pub(super) struct Ticket {
+    _permit: OwnedSemaphorePermit,
+    open: Arc<Mutex<Open>>,
+    key: u64,
+    cancelled: oneshot::Receiver<()>,
+}
+
+impl Drop for Ticket {
+    fn drop(&mut self) {
+        lock(&self.open).streams.remove(&self.key);
+    }
+}
+
+impl Streams {
+    /// Room for `max` streams at once.
+    pub(super) fn new(max: usize) -> Streams {
+        Streams {
+            permits: Arc::new(Semaphore::new(max)),
+            open: Arc::default(),
+        }
+    }
+
+    /// A ticket for a stream that `caller` opens with request id `id`; `None` when as
+    /// many streams are open as allowed.
+    pub(super) fn admit(&self, caller: Option<&str>, id: RequestId) -> Option<Ticket> {
+        let permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
+        let (cancel, cancelled) = oneshot::channel();
+        let mut open = lock(&self.open);
+        let key = open.next;
+        open.next += 1;
+        open.streams.insert(
+            key,
+            Stream {
+                caller: caller.map(str::to_string),
+                id,
+                cancel,
+            },
+        );
+        Some(Ticket {
+            _permit: permit,
+            open: Arc::clone(&self.open),
+            key,
+            cancelled,
+        })
+    }
+
+    /// Ends the streams `caller` opened with request id `id` (none, usually one).
+    pub(super) fn cancel(&self, caller: Option<&str>, id: &RequestId) {
+        let mut open = lock(&self.open);
+        let keys: Vec<u64> = open
+            .streams
+            .iter()
+            .filter(|(_, s)| s.caller.as_deref() == caller && &s.id == id)
+            .map(|(key, _)| *key)
+            .collect();
+        for key in keys {
+            if let Some(stream) = open.streams.remove(&key) {
+                let _ = stream.cancel.send(());
+            }
+        }
+    }
+}
+
+/// The stream's response, ended early when the stream is cancelled; the ticket goes with
+/// its body.
+pub(super) fn follow(ticket: Ticket, response: Response<Body>) -> Response<Body> {
+    response.map(|inner| {
+        Cancellable {
+            inner: Some(inner),
+            ticket,
+        }
+        .boxed()
+    })
+}
+
+struct Cancellable {
+    inner: Option<Body>,
+    ticket: Ticket,
+}
+
+impl hyper::body::Body for Cancellable {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        let this = self.get_mut();
+        if this.inner.is_some() && Pin::new(&mut this.ticket.cancelled).poll(cx).is_ready() {
+            // Dropping rmcp's stream cancels the request that feeds it.
+            this.inner = None;
+        }
+        match &mut this.inner {
+            Some(inner) => Pin::new(inner).poll_frame(cx),
+            None => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(|inner| inner.is_end_stream())
+    }
+}
+
+fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
+    open.lock().unwrap_or_else(|e| e.into_inner())
+}
