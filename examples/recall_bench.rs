@@ -32,6 +32,8 @@
 //! - recall@k = the mean over questions, overall and per category (1 multi-hop,
 //!   2 temporal, 3 open-domain, 4 single-hop, 5 adversarial: all count).
 //!
+//! `cargo test --example recall_bench` checks this formula on hand-made cases.
+//!
 //! **Multilingual set** (`examples/data/recall-multilingual.json`, written for this
 //! bench): memories and queries in English, Russian, Chinese, Japanese and Korean; each
 //! query has a kind (`exact`, `word-form`, `paraphrase`, `cross-language`) and the ids of
@@ -914,5 +916,69 @@ fn report_failures(label: &str, r: &Ranked) {
             "  {label}: {} searches failed (counted as no hits); first: {first}",
             r.failures.len()
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// (evidence, ranked keys, k, unit, expected recall)
+    #[test]
+    fn recall_is_evaluation_py_s() {
+        let cases = [
+            ("D1:3", "D1:3 D2:1", 1, Unit::Turn, 1.0),
+            ("D1:3 D2:1", "D1:3 D5:5 D2:1", 2, Unit::Turn, 0.5),
+            ("D1:3 D2:1", "D1:3 D5:5 D2:1", 3, Unit::Turn, 1.0),
+            ("D1:3", "", 5, Unit::Turn, 0.0),
+            // An id naming no turn stays in the denominator.
+            ("D1:3 D", "D1:3", 5, Unit::Turn, 0.5),
+            // Sessions: `D12:4` is in session 12, not 1.
+            ("D12:4", "1 2", 5, Unit::Session, 0.0),
+            ("D12:4 D1:9", "12 1", 1, Unit::Session, 0.5),
+            ("D12:4 D12:7", "12", 1, Unit::Session, 1.0),
+            ("D:11:26", "11", 1, Unit::Session, 0.0),
+        ];
+        for (evidence, ranked, k, unit, want) in cases {
+            let got = recall_at(&ids(evidence), &ids(ranked), k, unit);
+            assert_eq!(got, want, "evidence {evidence:?}, ranked {ranked:?}, k {k}");
+        }
+    }
+
+    #[test]
+    fn evidence_is_split_and_questions_without_it_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locomo.json");
+        let data = json!([{
+            "sample_id": "conv-1",
+            "conversation": {
+                "speaker_a": "A", "speaker_b": "B",
+                "session_1_date_time": "1 May 2023",
+                "session_1": [{"speaker": "A", "dia_id": "D1:1", "text": "hi"}],
+                "session_2_date_time": "2 May 2023",
+            },
+            "qa": [
+                {"question": "q1", "evidence": ["D1:1; D1:2", "D1:3,D1:4"], "category": 1},
+                {"question": "q2", "evidence": [], "category": 5},
+            ],
+        }]);
+        std::fs::write(&path, data.to_string()).unwrap();
+        let l = Locomo::load(&path).unwrap();
+        let qs = l.questions();
+        assert_eq!(qs.len(), 1);
+        assert_eq!(qs[0].evidence, ids("D1:1 D1:2 D1:3 D1:4"));
+        assert_eq!(l.evidence_naming_no_turn(), 3);
+        assert_eq!(
+            l.session_units().len(),
+            1,
+            "a session without turns is no memory"
+        );
+        let turns = l.turn_units();
+        assert_eq!(turns[0].path, "/t-conv-1/D1-1.md");
+        assert_eq!(turns[0].text, "(1 May 2023) A: hi\n");
     }
 }
