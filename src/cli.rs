@@ -45,6 +45,19 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
     let (access, settings) = needs(&command, &env)?;
     let stores = command.stores_mut().cloned().unwrap_or_default();
     let chosen = stores::choose(stores.root.as_deref(), &stores.stores, &env)?;
+    if let Command::List { path, .. } = &command
+        && let Some(dir) = open::missing_default(&chosen)
+    {
+        // Having no memories is not an error: nothing is listed (`--json`: no lines), and
+        // nothing is created.
+        let names: Vec<&str> = chosen.iter().map(|c| c.config.name.as_str()).collect();
+        crate::path::parse(path, &names)?;
+        eprintln!(
+            "no memories yet: the default store {} does not exist yet (the server, or `memdir import`, makes it when it first uses it; or give --root DIR)",
+            dir.display()
+        );
+        return Ok(());
+    }
     let memdir = open::open(&chosen, access, settings)?;
     run_on(&memdir, &command)
 }

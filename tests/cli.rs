@@ -587,6 +587,52 @@ fn every_command_says_something_when_there_is_nothing() {
 }
 
 #[test]
+fn list_on_a_fresh_machine_finds_no_memories_and_creates_nothing() {
+    // No store given and none made yet: the home and data folders are empty.
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(common::BIN)
+            .args(args)
+            .env_clear()
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_CACHE_HOME", home.path().join("cache"))
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    for args in [
+        &["list"][..],
+        &["list", "--json"],
+        &["list", "/memories/notes"],
+    ] {
+        let (code, out, err) = run(args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(
+            err.contains("no memories yet") && err.contains("does not exist yet"),
+            "{args:?} says so on stderr: {err}"
+        );
+        // One JSON object per memory, and there are none: no lines at all.
+        assert_eq!(out, "", "{args:?}");
+    }
+    let (code, out, err) = run(&["list", "../x"]);
+    assert!(
+        code == Some(1) && out.is_empty() && err.contains(".."),
+        "{err}"
+    );
+    let left: Vec<_> = walkdir::WalkDir::new(home.path())
+        .min_depth(1)
+        .into_iter()
+        .map(|e| e.unwrap().into_path())
+        .collect();
+    assert!(left.is_empty(), "a listing created {left:?}");
+}
+
+#[test]
 fn read_lines_prints_a_range() {
     let sb = Sandbox::new();
     std::fs::write(sb.store().join("a.md"), "one\ntwo\nthree\nfour\n").unwrap();

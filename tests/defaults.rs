@@ -91,7 +91,7 @@ async fn with_no_store_given_the_server_and_the_cli_share_the_default_store() {
     let user = User::new();
     let before = user.run(&["list"], &[]);
     assert!(
-        !before.ok && before.err.contains("default store") && before.err.contains("does not exist"),
+        before.ok && before.err.contains("default store") && before.err.contains("does not exist"),
         "{before:?}"
     );
     assert!(

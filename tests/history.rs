@@ -159,15 +159,13 @@ async fn files_changed_outside_are_recorded_as_external() {
         "the editor's change, noticed: {seen:?}"
     );
     assert_eq!(v[0]["content_sha256"], sha256_hex(b"edited in an editor\n"));
-    // The editor's write truncates, then writes: a watcher may also see (and record) the
-    // empty file in between, so the versions are found by what they are, not counted.
-    assert!(
-        seen.iter().any(|(_, actor)| *actor != "external"),
-        "the agent's edit: {seen:?}"
-    );
+    // The editor's write truncates, then writes: only the settled content is a version,
+    // never the empty file in between.
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[1].1.starts_with("rmcp/"), "the agent's edit: {seen:?}");
     assert_eq!(
-        seen.last(),
-        Some(&("created", "external")),
+        seen[2],
+        ("created", "external"),
         "the state before the first edit: {seen:?}"
     );
     // The original, never written through memdir, can be restored.
@@ -181,6 +179,78 @@ async fn files_changed_outside_are_recorded_as_external() {
         std::fs::read_to_string(sb.store().join("pre.md")).unwrap(),
         "written by a person\n"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_file_rewritten_in_place_while_a_server_watches_is_recorded_once_settled() {
+    // A script rewrites a memory in place (truncate, then several chunks with pauses)
+    // while an agent keeps searching: the history gets one `external` version, of the
+    // finished file, never the empty or half-written states the searches ran into.
+    use std::io::Write as _;
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "plan.md", "content": "v1 rollout\n"}),
+    )
+    .await;
+    let search = json!({"query": "rollout"});
+    s.ok("memory_search", search.clone()).await;
+
+    let chunks: Vec<String> = (0..5)
+        .map(|i| format!("rollout step {i}: {}\n", "x".repeat(200)))
+        .collect();
+    let finished = chunks.concat();
+    let file = sb.store().join("plan.md");
+    let writer = std::thread::spawn(move || {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .truncate(true)
+            .open(file)
+            .unwrap();
+        for chunk in &chunks {
+            // The pauses are the writer's own pace (input), not an ordering of events.
+            std::thread::sleep(std::time::Duration::from_millis(15));
+            f.write_all(chunk.as_bytes()).unwrap();
+        }
+    });
+    // Searches while the file is being written: each drains the watcher.
+    while !writer.is_finished() {
+        s.ok("memory_search", search.clone()).await;
+    }
+    writer.join().unwrap();
+
+    let external = json!({"actor": "external"});
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let got = loop {
+        s.ok("memory_search", search.clone()).await;
+        let got = versions(&s.ok("memory_history", external.clone()).await);
+        if got
+            .iter()
+            .any(|v| v["content_sha256"] == sha256_hex(finished.as_bytes()))
+        {
+            break got;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rewrite was never recorded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let shas: Vec<&str> = got
+        .iter()
+        .map(|v| v["content_sha256"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shas,
+        [sha256_hex(finished.as_bytes())],
+        "one version, the finished file (empty is {})",
+        sha256_hex(b"")
+    );
+    // Reading the memory's own history finds nothing more to record.
+    let mine = versions(&s.ok("memory_history", json!({"path": "plan.md"})).await);
+    assert_eq!(mine.len(), 2, "{mine:?}");
     s.stop().await;
 }
 

@@ -44,7 +44,12 @@ impl Raw {
     /// Spawns `memdir --root <tmp>/store`, sends `initialize`, checks its reply and sends
     /// `notifications/initialized`.
     async fn start() -> Raw {
-        let mut raw = Raw::spawn();
+        Raw::start_with(&[]).await
+    }
+
+    /// [`Raw::start`] with extra arguments.
+    async fn start_with(args: &[&str]) -> Raw {
+        let mut raw = Raw::spawn_with(args);
         raw.handshake().await;
         raw
     }
@@ -78,11 +83,17 @@ impl Raw {
 
     /// Spawns `memdir --root <tmp>/store` and says nothing yet.
     fn spawn() -> Raw {
+        Raw::spawn_with(&[])
+    }
+
+    /// [`Raw::spawn`] with extra arguments.
+    fn spawn_with(args: &[&str]) -> Raw {
         let tmp = tempfile::tempdir().expect("temp dir");
         let store = tmp.path().join("store");
         let mut child = Command::new(BIN)
             .arg("--root")
             .arg(&store)
+            .args(args)
             // Search indexes go to the build's temp folder, never the user's cache.
             .env("RUST_LOG", "memdir=warn")
             .env(
@@ -968,6 +979,79 @@ async fn eof_ends_the_process_promptly_with_status_0() {
         "in-flight exit median {:?} ≥ {EXIT_TARGET:?} (runs: {in_flight:?})",
         median(&in_flight)
     );
+}
+
+/// The size and modification time of the write-ahead log of the one index under `dir`.
+fn wal_of(dir: &std::path::Path) -> Option<(u64, std::time::SystemTime)> {
+    let wal = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".sqlite3-wal"))?;
+    let meta = wal.metadata().ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+#[tokio::test]
+async fn eof_after_a_run_of_odd_messages_ends_the_process_promptly() {
+    // Malformed JSON, wrong types, unknown tools and methods, then a valid call answered,
+    // then stdin closes: the process must be gone at once, every time.
+    const RUNS: usize = 20;
+    const BOUND: Duration = Duration::from_secs(1);
+    let odd = [
+        "{".to_owned(),
+        "not json".to_owned(),
+        r#"{"jsonrpc":"2.0","id":1}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":"p","method":"ping","params":[1]}"#.to_owned(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#.to_owned(),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "memory_write", "arguments": {"path": 5, "content": []}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+            "params": {"name": "no_such_tool", "arguments": {}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
+            "params": {"name": "memory_search", "arguments": {"query": 7}}})
+        .to_string(),
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+            "params": {"name": "memory_read", "arguments": "not an object"}})
+        .to_string(),
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":5}"#.to_owned(),
+    ];
+    let mut took = Vec::new();
+    for run in 0..RUNS {
+        let index = tempfile::tempdir().unwrap();
+        let mut server = Raw::start_with(&["--index-dir", index.path().to_str().unwrap()]).await;
+        for line in &odd {
+            server.send_line(line).await;
+        }
+        server.assert_still_serves().await;
+        // A search waits for the index, so it is built and holds the write just made.
+        let found = server
+            .call("memory_search", json!({"query": "still alive"}))
+            .await;
+        assert_eq!(tool_result(&found)["structuredContent"]["total_hits"], 1);
+        let wal = wal_of(index.path());
+        assert!(wal.is_some(), "the index has a write-ahead log");
+        let (elapsed, status) = server.close().await;
+        assert!(status.success(), "run {run}: memdir exited with {status}");
+        took.push(elapsed);
+        // The exit did no work on the index, a cache: closing it would checkpoint its
+        // log into the database with an fsync, which a busy disk stretches past a second.
+        assert_eq!(
+            wal_of(index.path()),
+            wal,
+            "run {run}: the exit checkpointed the index"
+        );
+    }
+    let ms = |d: &Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
+    let max = *took.iter().max().unwrap();
+    println!(
+        "odd messages, a call, close(stdin) → exit: median {} ms, max {} ms ({})",
+        ms(&median(&took)),
+        ms(&max),
+        took.iter().map(ms).collect::<Vec<_>>().join(", ")
+    );
+    assert!(max < BOUND, "an exit took {max:?} (runs: {took:?})");
 }
 
 #[tokio::test]

@@ -60,6 +60,16 @@ pub fn open_server(args: &ServeArgs) -> anyhow::Result<(Memdir, ToolSet)> {
     Ok((memdir, tools))
 }
 
+/// The default store's folder when it is the one store chosen and does not exist yet (no
+/// server has used it): a fresh machine, where a listing finds no memories rather than an
+/// error.
+pub(crate) fn missing_default(chosen: &[Chosen]) -> Option<&Path> {
+    let [c] = chosen else { return None };
+    let dir = c.config.location.folder()?;
+    (c.source == Source::Default && matches!(folder::inspect(dir), Ok(Folder::Missing)))
+        .then_some(dir)
+}
+
 /// Opens the chosen stores as `access` needs them: a store only read must exist; a
 /// writable store must be writable by this user (checked now, not at the first write).
 pub(crate) fn open(

@@ -3,15 +3,31 @@
 //! Reading a single memory's history first notices (and records, as `external`) a change
 //! made to it outside memdir; so does the search index when it finds files changed
 //! ([`Memdir::notice_external`]).
+//!
+//! Only settled content is recorded: a file changed outside memdir is recorded once it
+//! has been left alone for [`SETTLE`] (an editor or a script rewriting it in place
+//! truncates it, then writes, and the states in between are not versions). Whoever
+//! notices a change waits for that, and the bytes are checked again under the store lock
+//! (see docs/decisions/index-freshness.md).
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant, SystemTime};
 
-use super::Memdir;
+use super::{Current, Memdir};
 use crate::error::{Error, Result};
 use crate::history::versions::{self, Filter};
 use crate::history::{self, Op, Recorder};
 use crate::path::MemPath;
 use crate::search::fresh::Found;
+use crate::store::EntryKind;
+
+/// How long a file changed outside memdir must be left unchanged before its content
+/// counts as settled, and is recorded.
+const SETTLE: Duration = Duration::from_millis(200);
+
+/// The longest wait for files to settle: one written on without such a pause is
+/// recorded as it is then.
+const SETTLE_AT_MOST: Duration = Duration::from_secs(1);
 
 pub use crate::history::versions::{HistoryRequest, HistoryResult, Version};
 
@@ -44,24 +60,34 @@ impl Memdir {
         // A rebuilt index finds every file changed: only those the history knows are
         // compared with it (the others are recorded at their first mutation).
         let known_only = matches!(found, Found::FirstSync { rebuilt: true });
-        let unknown: Vec<String> = external_candidates(self, i, rels, known_only)
-            .into_iter()
-            .filter(|(rel, head)| {
-                let Ok(current) = self.current(&root.with_rel(rel)) else {
-                    return false;
-                };
-                match (head, current) {
-                    (Some((op, sha)), Some(c)) => *op == Op::Deleted || *sha != c.sha256,
-                    (Some((op, _)), None) => *op != Op::Deleted,
-                    (None, Some(_)) => true,
-                    (None, None) => false,
-                }
-            })
-            .map(|(rel, _)| rel)
-            .collect();
+        let unknown_among = |rels: Vec<String>| -> Vec<String> {
+            external_candidates(self, i, rels, known_only)
+                .into_iter()
+                .filter(|(rel, head)| {
+                    self.current(&root.with_rel(rel))
+                        .is_ok_and(|current| unknown_state(head.as_ref(), current.as_ref()))
+                })
+                .map(|(rel, _)| rel)
+                .collect()
+        };
+        let mut unknown = unknown_among(rels);
+        let paths = |rels: &[String]| -> Vec<MemPath> {
+            rels.iter().map(|rel| root.with_rel(rel)).collect()
+        };
+        if !matches!(found, Found::FirstSync { .. }) && unsettled(self, &paths(&unknown)).is_some()
+        {
+            // Perhaps another memdir process's write, whose record this process has not
+            // read yet: read the log (under the lock) before waiting for anything.
+            if let Err(e) = self.recorder(&root) {
+                tracing::warn!(store = %store.name, error = %e, "could not record changes made outside memdir");
+                return;
+            }
+            unknown = unknown_among(unknown);
+        }
         if unknown.is_empty() {
             return;
         }
+        settle(self, &paths(&unknown));
         match record_external(self, &root, &unknown) {
             Ok(()) => {
                 tracing::info!(store = %store.name, files = unknown.len(), "recorded changes made outside memdir")
@@ -152,6 +178,58 @@ fn external_candidates(
         .collect()
 }
 
+/// Whether `current` is a state the history does not know, its latest version being
+/// `head` (what it did, and the content's sha256).
+fn unknown_state(head: Option<&(Op, String)>, current: Option<&Current>) -> bool {
+    match (head, current) {
+        (Some((op, sha)), Some(c)) => *op == Op::Deleted || *sha != c.sha256,
+        (Some((op, _)), None) => *op != Op::Deleted,
+        (None, Some(_)) => true,
+        (None, None) => false,
+    }
+}
+
+/// Waits until each file among `paths` has been left unchanged for [`SETTLE`], for at
+/// most [`SETTLE_AT_MOST`]. Nothing outside memdir takes the store lock, so a file being
+/// rewritten in place can only be told from a finished one by time.
+fn settle(md: &Memdir, paths: &[MemPath]) {
+    let give_up = Instant::now() + SETTLE_AT_MOST;
+    loop {
+        let Some(wait) = unsettled(md, paths) else {
+            return;
+        };
+        let now = Instant::now();
+        if now >= give_up {
+            return;
+        }
+        std::thread::sleep(wait.min(give_up - now));
+    }
+}
+
+/// How much longer the files among `paths` must stay unchanged to be settled; `None` if
+/// they are.
+fn unsettled(md: &Memdir, paths: &[MemPath]) -> Option<Duration> {
+    paths
+        .iter()
+        .filter_map(|p| match md.store(p).metadata(p) {
+            Ok(Some(m)) if m.kind == EntryKind::File => unsettled_for(m.stamp.mtime_ns),
+            _ => None,
+        })
+        .max()
+}
+
+/// How much longer a file last modified at `mtime_ns` (since the epoch) must stay
+/// unchanged to be settled; `None` if it is. A modification time in the future was set
+/// by hand, not by a write in progress.
+fn unsettled_for(mtime_ns: i64) -> Option<Duration> {
+    let now = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .ok()?;
+    let age = i128::try_from(now.as_nanos()).ok()? - i128::from(mtime_ns);
+    let age = Duration::from_nanos(u64::try_from(age).ok()?);
+    SETTLE.checked_sub(age).filter(|left| !left.is_zero())
+}
+
 /// Records the states of `rels` (under `root`'s store) as `external` versions, each
 /// read again under the lock: the state may have changed meanwhile.
 fn record_external(md: &Memdir, root: &MemPath, rels: &[String]) -> Result<()> {
@@ -174,6 +252,22 @@ fn notice(md: &Memdir, p: &MemPath) -> Result<()> {
     if current.is_none() && !matches!(md.store(p).entry_kind(p), Ok(None)) {
         return Ok(());
     }
+    let unknown = || {
+        let head = md.heads[p.store]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .head(&p.rel())
+            .map(|h| (h.op, h.sha256.clone()));
+        unknown_state(head.as_ref(), current.as_ref())
+    };
+    let one = std::slice::from_ref(p);
+    if unknown() && unsettled(md, one).is_some() {
+        // Perhaps another memdir process's write: read the log (under the lock) first.
+        drop(md.recorder(p)?);
+        if unknown() {
+            settle(md, one);
+        }
+    }
     let mut rec = md.recorder(p)?;
     // Read again under the lock: the state may have changed while we waited.
     note_now(md, &mut rec, p)?;
@@ -182,9 +276,16 @@ fn notice(md: &Memdir, p: &MemPath) -> Result<()> {
     Ok(())
 }
 
-/// Notes the state of memory `p` as it is now (nothing, if it cannot be read) in `rec`.
+/// Notes the state of memory `p` as it is now (nothing, if it cannot be read) in `rec`,
+/// unless it changed again since it settled: it is being written, and that write's
+/// change is noticed (and recorded once settled) by the next look.
 fn note_now(md: &Memdir, rec: &mut Recorder, p: &MemPath) -> Result<()> {
     let current = md.current(p).ok().flatten();
+    if let Some(c) = &current
+        && unsettled_for(c.stamp.mtime_ns).is_some()
+    {
+        return Ok(());
+    }
     rec.note_current(
         &p.rel(),
         current

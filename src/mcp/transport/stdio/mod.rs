@@ -17,10 +17,20 @@ use crate::mcp::server::{MemdirServer, Transport};
 use crate::mcp::toolset::ToolSet;
 use crate::memory::Memdir;
 
-/// Serves MCP over stdin/stdout until the client closes stdin.
+/// Serves MCP over stdin/stdout until the client closes stdin; the process ends next.
+///
+/// The stores and their search indexes are then left open, never closed: closing the
+/// last handle on an index checkpoints its write-ahead log into the database and fsyncs
+/// it, which a disk busy with other writes can stretch past a second, and the client that
+/// closed stdin waits for the process to exit. The index is a cache, and SQLite finishes
+/// that checkpoint when the next process opens it; every memory and history write was
+/// durable before it was answered.
 pub async fn serve_stdio(memdir: Memdir, tools: ToolSet) -> Result<(), ServeError> {
     let (reader, writer, _restore) = handles::transport();
-    serve(memdir, tools, (reader, writer)).await
+    let memdir = Arc::new(memdir);
+    let served = serve_shared(Arc::clone(&memdir), tools, (reader, writer)).await;
+    std::mem::forget(memdir);
+    served
 }
 
 /// Serves MCP over any byte stream pair (stdio in production; an in-memory pipe in the
@@ -34,9 +44,21 @@ where
     R: tokio::io::AsyncRead + Send + Unpin + 'static,
     W: tokio::io::AsyncWrite + Send + Unpin + 'static,
 {
+    serve_shared(Arc::new(memdir), tools, transport).await
+}
+
+async fn serve_shared<R, W>(
+    memdir: Arc<Memdir>,
+    tools: ToolSet,
+    transport: (R, W),
+) -> Result<(), ServeError>
+where
+    R: tokio::io::AsyncRead + Send + Unpin + 'static,
+    W: tokio::io::AsyncWrite + Send + Unpin + 'static,
+{
     let mut transport = LineTransport::new(transport.0, transport.1);
     let flow = transport.flow();
-    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Stdio);
+    let server = MemdirServer::new(memdir, tools, flow.clone(), Transport::Stdio);
     server.start_upkeep();
     let written = transport.written();
     let served = match (Counted { server, flow }).serve(transport).await {
