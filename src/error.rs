@@ -100,6 +100,11 @@ pub enum Error {
     /// refused (a URL memdir cannot use, authentication, a schema it cannot serve).
     #[error("{0}")]
     Open(String),
+    /// A file of the server's own configuration (the HTTP tokens file) cannot be used.
+    /// The message names the file, a host path the operator gave, and what to fix; never
+    /// its contents.
+    #[error("{0}")]
+    Config(String),
     /// Something that should not happen did (a panicking task, a record that could not
     /// be serialised); the message says what.
     #[error("internal error {0}")]

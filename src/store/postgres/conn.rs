@@ -20,10 +20,12 @@ const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
 const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
 
-/// The pool, and the last reason a connection could not be made (r2d2 says only that
-/// it timed out waiting).
+/// The pool of one store's database, and the last reason a connection could not be made
+/// (r2d2 says only that it timed out waiting).
 pub struct Pool {
     pub pool: r2d2::Pool<Manager>,
+    /// The store it serves, named in errors.
+    store: String,
     last_error: Arc<Mutex<Option<String>>>,
     /// A copy of the pool's settings, to connect once outside it.
     probe: Manager,
@@ -36,25 +38,28 @@ impl Pool {
         r2d2::ManageConnection::connect(&self.probe)
     }
 
-    pub fn get(&self) -> Result<Pooled, String> {
+    pub fn get(&self) -> crate::Result<Pooled> {
         self.pool.get().map_err(|e| self.explain(&e))
     }
 
-    pub fn get_timeout(&self, wait: Duration) -> Result<Pooled, String> {
+    pub fn get_timeout(&self, wait: Duration) -> crate::Result<Pooled> {
         self.pool.get_timeout(wait).map_err(|e| self.explain(&e))
     }
 
     /// Why no connection could be had.
-    fn explain(&self, e: &r2d2::Error) -> String {
+    fn explain(&self, e: &r2d2::Error) -> crate::Error {
         let why = self
             .last_error
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .unwrap_or_else(|| e.to_string());
-        format!(
-            "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
-        )
+        crate::Error::Database {
+            store: self.store.clone(),
+            reason: format!(
+                "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
+            ),
+        }
     }
 }
 
@@ -150,8 +155,9 @@ impl r2d2::ManageConnection for Manager {
     }
 }
 
-/// The pool for `url`; connects lazily (the first call says whether the database is there).
-pub fn pool(url: &str) -> crate::Result<Pool> {
+/// The pool of store `store` for `url`; connects lazily (the first call says whether the
+/// database is there).
+pub fn pool(store: &str, url: &str) -> crate::Result<Pool> {
     let (config, tls) = config(url)?;
     let last_error = Arc::new(Mutex::new(None));
     let pool = r2d2::Pool::builder()
@@ -166,6 +172,7 @@ pub fn pool(url: &str) -> crate::Result<Pool> {
         });
     Ok(Pool {
         pool,
+        store: store.to_owned(),
         last_error,
         probe: Manager { config, tls },
     })

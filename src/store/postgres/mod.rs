@@ -108,7 +108,7 @@ impl PgStore {
     /// a newer schema) stops the start; one that cannot be reached right now does not: the
     /// store answers each call with an error until the database is back, then migrates.
     pub fn open(name: &str, url: &str, read_only: bool) -> Result<PgStore> {
-        let pool = conn::pool(url)?;
+        let pool = conn::pool(name, url)?;
         let at = || format!("store `{name}` ({})", redact_url(url));
         let ready = match pool.connect_now() {
             Ok(mut c) => {
@@ -232,7 +232,7 @@ impl PgStore {
             }
             Err(e) => {
                 *down_at = Some(std::time::Instant::now());
-                Err(self.unavailable(e))
+                Err(e)
             }
         }
     }
