@@ -97,19 +97,21 @@ fn client_config(check: Check, root: Option<&str>) -> Result<ClientConfig> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Open(format!("TLS: {e}")))?;
-    if check == Check::Nothing {
-        return Ok(builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoCheck(provider())))
-            .with_no_client_auth());
-    }
-    let roots = Arc::new(roots(root)?);
-    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider())
-        .build()
-        .map_err(|e| Error::Open(format!("TLS: {e}")))?;
+    let webpki = || {
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots(root)?), provider())
+            .build()
+            .map_err(|e| Error::Open(format!("TLS: {e}")))
+    };
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Chain => Arc::new(ChainOnly(webpki)),
-        _ => webpki,
+        Check::Nothing => Arc::new(Lenient {
+            chain: None,
+            provider: provider(),
+        }),
+        Check::Chain => Arc::new(Lenient {
+            chain: Some(webpki()?),
+            provider: provider(),
+        }),
+        Check::ChainAndName => webpki()?,
     };
     Ok(builder
         .dangerous()
@@ -154,61 +156,18 @@ fn roots(root: Option<&str>) -> Result<RootCertStore> {
     Ok(store)
 }
 
-/// `prefer` and `require`: encrypted, certificate not checked (as libpq). The handshake's
-/// signature is still verified, so the peer holds the key of the certificate it sent.
+/// A check short of `verify-full`: none (`prefer`, `require`: encrypted, the certificate
+/// taken as it comes, as libpq does), or the chain without the host name (`verify-ca`).
+/// Either way the handshake's signature is verified, so the peer holds the key of the
+/// certificate it sent.
 #[derive(Debug)]
-struct NoCheck(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoCheck {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    /// The chain's verifier for `verify-ca`; `None` checks no certificate.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-/// `verify-ca`: the chain must lead to a root; the name is not compared.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -217,10 +176,10 @@ impl ServerCertVerifier for ChainOnly {
         ocsp: &[u8],
         now: UnixTime,
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. },
@@ -235,7 +194,12 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -244,11 +208,18 @@ impl ServerCertVerifier for ChainOnly {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
