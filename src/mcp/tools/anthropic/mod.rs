@@ -24,7 +24,6 @@ use serde::Deserialize;
 
 use self::change::{create, delete, insert, rename, str_replace};
 use self::view::view;
-use super::actor;
 use super::args::Args;
 use super::schema::input;
 use crate::mcp::server::MemdirServer;
@@ -110,7 +109,7 @@ impl MemdirServer {
         Args(p): Args<MemoryParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let actor = actor(&ctx);
+        let actor = self.actor(&ctx);
         let result = self.run(move |m| Ok(run(m, &p, &actor))).await;
         Ok(match result.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),
