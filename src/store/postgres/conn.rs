@@ -16,7 +16,7 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 /// fails with an error.
 pub const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// Connections one process keeps to one database at most.
-const POOL_SIZE: u32 = 8;
+pub const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
 const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
 
@@ -78,6 +78,18 @@ pub type Pooled = r2d2::PooledConnection<Manager>;
 pub struct Conn {
     pub client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// Found lost (the server closed it, e.g. on a restart): the pool discards it instead
+    /// of handing it out again.
+    pub lost: bool,
+}
+
+impl Conn {
+    /// Whether the server still answers on this connection (an empty query); marks it
+    /// lost when not.
+    pub fn alive(&mut self) -> bool {
+        self.lost = self.lost || self.client.simple_query("").is_err();
+        !self.lost
+    }
 }
 
 impl Conn {
@@ -143,6 +155,7 @@ impl r2d2::ManageConnection for Manager {
         Ok(Conn {
             client,
             statements: HashMap::new(),
+            lost: false,
         })
     }
 
@@ -151,7 +164,7 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.client.is_closed()
+        conn.lost || conn.client.is_closed()
     }
 }
 
