@@ -6,7 +6,7 @@ use std::io;
 /// Everything that can go wrong in a memory operation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The path broke a lexical rule of the path policy (PATHS.md, layer 1).
+    /// The path broke a lexical rule of the path policy (docs/paths.md, layer 1).
     #[error("invalid path `{path}`: {reason}")]
     InvalidPath { path: String, reason: String },
     /// The path names no store that this server serves.

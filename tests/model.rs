@@ -595,7 +595,7 @@ impl Model {
         expected: Option<&str>,
     ) -> Result<Written, Why> {
         let current = self.files.get(path);
-        // TOOLS.md: a write of the content already stored is a no-op, whatever the
+        // docs/tools.md: a write of the content already stored is a no-op, whatever the
         // precondition (a stale one is reported) and `if_absent` say.
         if let Some(current) = current
             && current == content

@@ -1330,7 +1330,7 @@ async fn reading_a_file_with_a_trailing_slash_is_refused_as_delete_and_move_refu
 #[tokio::test]
 async fn a_retried_write_with_a_stale_precondition_is_a_no_op_that_says_so() {
     // The first reply of a write was lost; the agent retries with the hash it had read
-    // before. The memory already holds what it asks for: TOOLS.md says that succeeds.
+    // before. The memory already holds what it asks for: docs/tools.md says that succeeds.
     let sb = Sandbox::new();
     let s = sb.serve().await;
     let p = "/memories/plan.md";

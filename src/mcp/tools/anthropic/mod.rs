@@ -2,7 +2,7 @@
 //! (`memory_20250818`) as one MCP tool named `memory`, whose `command` is `view`, `create`,
 //! `str_replace`, `insert`, `delete` or `rename`. Claude models are trained on that tool,
 //! so its results and errors are that tool's strings, byte for byte
-//! (ANTHROPIC_MEMORY_TOOL.md). It runs the same library operations as the `memory_*`
+//! (docs/anthropic-memory-tool.md). It runs the same library operations as the `memory_*`
 //! tools, on the same stores, with the same confinement, durability and history.
 //!
 //! Paths: `/memories` is the first store whatever its name; every other store is
