@@ -2,7 +2,8 @@
 //! test (never part of `cargo test`).
 //!
 //! ```text
-//! cargo build --release --examples --bin memdir && target/release/examples/pg_bench \
+//! cargo build --release --features external-tests --examples --bin memdir \
+//!     && target/release/examples/pg_bench \
 //!     [--quick] [--iterations N] [--corpus N] [--queries N] [--trials N]
 //!     [--procs N] [--ops N] [--cold-runs N] [--bin PATH] [--no-statements]
 //! ```

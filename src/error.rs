@@ -6,7 +6,7 @@ use std::io;
 /// Everything that can go wrong in a memory operation.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The path broke a lexical rule of the path policy (PATHS.md, layer 1).
+    /// The path broke a lexical rule of the path policy (docs/paths.md, layer 1).
     #[error("invalid path `{path}`: {reason}")]
     InvalidPath { path: String, reason: String },
     /// The path names no store that this server serves.
@@ -110,6 +110,11 @@ pub enum Error {
     /// refused (a URL memdir cannot use, authentication, a schema it cannot serve).
     #[error("{0}")]
     Open(String),
+    /// A file of the server's own configuration (the HTTP tokens file) cannot be used.
+    /// The message names the file, a host path the operator gave, and what to fix; never
+    /// its contents.
+    #[error("{0}")]
+    Config(String),
     /// Something that should not happen did (a panicking task, a record that could not
     /// be serialised); the message says what.
     #[error("internal error {0}")]

@@ -21,7 +21,11 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("memdir: {e:#}");
+            // An error may quote a store URL given on the command line: never its password.
+            eprintln!(
+                "memdir: {}",
+                memdir::secrets::redact_urls(&format!("{e:#}"))
+            );
             ExitCode::FAILURE
         }
     }

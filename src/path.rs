@@ -1,4 +1,4 @@
-//! Layer 1 of the path policy (PATHS.md): lexical validation of an agent's memory path,
+//! Layer 1 of the path policy (docs/paths.md): lexical validation of an agent's memory path,
 //! before any system call. It never decodes anything and never touches the disk; layer 2
 //! (confinement at the moment of the operation) lives in `store`.
 

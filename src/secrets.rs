@@ -1,7 +1,8 @@
 //! Refuses content that holds a high-confidence credential, naming the rule and the line
 //! but never echoing the secret. Patterns follow gitleaks' high-confidence rules (MIT),
 //! re-expressed for the `regex` crate; precision over recall: a match is refused, never
-//! silently rewritten.
+//! silently rewritten. Also hides the password of every URL in text shown to a person
+//! ([`redact_urls`]).
 
 use std::sync::LazyLock;
 
@@ -107,9 +108,86 @@ fn line_of(text: &str, at: usize) -> usize {
         + 1
 }
 
+/// `text` with the password of every URL in it hidden, whatever the scheme (a misspelt
+/// one too): `scheme://user:password@host` is shown as `scheme://user@host`, and
+/// `password=` parameters are dropped. For everything shown of a store URL or of a
+/// message that may quote one (errors, logs, the start-up line). A URL runs from its
+/// `://` to the next space, quote or `://`; its user part ends at its last `@`, so a
+/// password holding `/`, `?` or `@` is hidden whole (some host text may go with it).
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let (before, after) = rest.split_at(at + 3);
+        out.push_str(before);
+        let end = after
+            .find(|c: char| c.is_whitespace() || "\"'`<>".contains(c))
+            .unwrap_or(after.len())
+            .min(after.find("://").unwrap_or(after.len()));
+        out.push_str(&redact_after_scheme(&after[..end]));
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// What follows a URL's `://`, without a password in its user part or its parameters.
+fn redact_after_scheme(url: &str) -> String {
+    let url = match url.rsplit_once('@') {
+        Some((user, host)) if user.contains(':') => {
+            let user = user.split_once(':').map_or(user, |(u, _)| u);
+            format!("{user}@{host}")
+        }
+        _ => url.to_owned(),
+    };
+    let Some((base, query)) = url.split_once('?') else {
+        return url;
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|kv| !kv.to_ascii_lowercase().starts_with("password="))
+        .collect();
+    if kept.is_empty() {
+        base.to_owned()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn urls_are_shown_without_passwords() {
+        for (text, shown) in [
+            (
+                "postgresql://alice:s3cret@db.example:5432/memdir",
+                "postgresql://alice@db.example:5432/memdir",
+            ),
+            (
+                "postgresql://alice@/memdir?host=/run/pg&password=s3cret&port=5433",
+                "postgresql://alice@/memdir?host=/run/pg&port=5433",
+            ),
+            ("postgres://db/memdir", "postgres://db/memdir"),
+            (
+                "postgresql://a:p%40ss@h/db?password=x",
+                "postgresql://a@h/db",
+            ),
+            (
+                "--store \"team=postgresq://memdir:s3cret@/memdir\": `postgresq://` is not",
+                "--store \"team=postgresq://memdir@/memdir\": `postgresq://` is not",
+            ),
+            (
+                "a=pgsql://u:s3c/ret@h/db;b=postgresql+asyncpg://u:s3c?r@et@h/db",
+                "a=pgsql://u@h/db;b=postgresql+asyncpg://u@h/db",
+            ),
+            ("C:\\notes:ro and ~/notes", "C:\\notes:ro and ~/notes"),
+            ("mailto://bob@example.org", "mailto://bob@example.org"),
+        ] {
+            assert_eq!(redact_urls(text), shown, "{text}");
+        }
+    }
 
     #[test]
     fn finds_credentials_by_rule_and_line() {

@@ -1,6 +1,6 @@
 //! The compatibility profile (`--tools anthropic|all`): Anthropic's memory tool as the MCP
 //! tool `memory`, through the real binary and the rmcp client. Every success and error
-//! string is compared byte for byte with ANTHROPIC_MEMORY_TOOL.md.
+//! string is compared byte for byte with docs/anthropic-memory-tool.md.
 
 mod common;
 

@@ -133,6 +133,77 @@ fn bad_options_fail_with_a_message() {
     }
 }
 
+/// Regression: `--store 'team=postgresq://memdir:SECRET@/memdir' list` printed the whole
+/// URL, password included, in its error. Every store URL memdir refuses is shown without
+/// its password, from the flag or `MEMDIR_STORES`, for every command that opens stores.
+#[test]
+fn a_refused_store_url_never_prints_its_password() {
+    const SECRET: &str = "SECRETpw";
+    let urls = [
+        format!("postgresq://memdir:{SECRET}@/memdir"),
+        format!("postgresql+asyncpg://memdir:{SECRET}@db.example:5432/memdir"),
+        format!("pgsql://memdir:{SECRET}@/memdir?host=/run/postgresql"),
+        format!("mysql://memdir:{SECRET}@db.example/memdir"),
+        format!("pgsql://memdir:pa/ss?w@rd{SECRET}@db.example/memdir"),
+        format!("pgsql://memdir@/memdir?password={SECRET}&host=/run/postgresql"),
+    ];
+    let home = tempfile::tempdir().unwrap();
+    for url in &urls {
+        for spec in [
+            format!("team={url}"),
+            format!("team={url}:ro"),
+            // No `NAME=`: refused before the URL is looked at.
+            format!("team:{url}"),
+        ] {
+            let by_flag = |command: &[&str]| {
+                let mut args: Vec<String> = vec!["--store".into(), spec.clone()];
+                args.extend(command.iter().map(|a| a.to_string()));
+                (args, None)
+            };
+            let by_env = |command: &[&str]| {
+                let args: Vec<String> = command.iter().map(|a| a.to_string()).collect();
+                (args, Some(spec.clone()))
+            };
+            let runs = [
+                by_flag(&["list"]),
+                by_flag(&["serve"]),
+                by_flag(&[]),
+                by_flag(&["serve", "--http", "127.0.0.1:0"]),
+                by_env(&["list"]),
+                by_env(&["serve"]),
+                by_env(&[]),
+            ];
+            for (args, env) in runs {
+                let mut cmd = Command::new(common::BIN);
+                cmd.args(&args)
+                    .env_clear()
+                    .env("HOME", home.path())
+                    .env("RUST_LOG", "debug")
+                    .stdin(std::process::Stdio::null());
+                if let Some(stores) = &env {
+                    cmd.env("MEMDIR_STORES", stores);
+                }
+                let out = cmd.output().unwrap();
+                let (stdout, stderr) = (
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr),
+                );
+                let what = format!("{args:?} MEMDIR_STORES={env:?}");
+                assert!(!out.status.success(), "{what} succeeded: {stderr}");
+                assert!(!stderr.is_empty(), "{what}: no error");
+                assert!(
+                    !stdout.contains(SECRET) && !stderr.contains(SECRET),
+                    "{what} prints the password:\n{stdout}{stderr}"
+                );
+                assert!(
+                    stderr.contains("team"),
+                    "{what}: the error names the store it refuses: {stderr}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     let sb = Sandbox::new();

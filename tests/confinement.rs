@@ -1,4 +1,4 @@
-//! Confinement end to end (PATHS.md), through the real binary and the rmcp client:
+//! Confinement end to end (docs/paths.md), through the real binary and the rmcp client:
 //! a table of hostile paths sent to every tool, and on-disk fixtures (symlinks out of and
 //! inside the store, a hard link to an outside file, FIFOs). Every test ends with the
 //! outside folder byte-identical and the server still answering.
@@ -983,8 +983,7 @@ async fn outward_symlinks_refuse_writes_edits_and_moves_through_them() {
 
 #[tokio::test]
 async fn writing_at_a_symlink_replaces_the_link_not_the_target() {
-    // PATHS.md: "writes replace the target by rename, so a symlink planted at the
-    // destination is replaced, not followed".
+    // docs/paths.md: "a symlink planted at the destination is replaced, never followed".
     let (env, _) = Env::start(fixtures).await;
     let store = env.store();
     let mut failures = Vec::new();

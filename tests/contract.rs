@@ -5,7 +5,12 @@
 //!
 //! `folder::CASE` runs a case on a folder store. `postgres::CASE` runs it on both kinds
 //! and then requires the two transcripts (what each step answered, with times masked) to
-//! be equal: a PostgreSQL store must answer exactly as a folder store does.
+//! be equal: a PostgreSQL store must answer exactly as a folder store does. The
+//! `postgres` cases need PostgreSQL's server binaries, so they exist only with the
+//! `external-tests` feature (`cargo test --features external-tests`).
+
+// Without `external-tests` the PostgreSQL half of the fixture is built but not used.
+#![cfg_attr(not(feature = "external-tests"), allow(dead_code))]
 
 mod common;
 #[path = "common/pg.rs"]
@@ -1281,6 +1286,7 @@ macro_rules! contract {
                 }
             )*
         }
+        #[cfg(feature = "external-tests")]
         mod postgres {
             $(
                 #[doc = $what]

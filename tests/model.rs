@@ -490,7 +490,7 @@ struct Model {
     log: Vec<Rec>,
 }
 
-/// TOOLS.md: a precondition is strict. Any mismatch fails, also when the memory already
+/// docs/tools.md: a precondition is strict. Any mismatch fails, also when the memory already
 /// holds exactly the content a write sends (`sent`; `None` for other mutations).
 fn precondition(
     current: Option<&String>,

@@ -823,6 +823,74 @@ async fn a_database_outage_gives_tool_errors_and_the_same_server_recovers() {
     other.stop().await;
 }
 
+/// Regression: after PostgreSQL restarted, the first calls failed ("terminating connection
+/// due to administrator command; nothing was changed") while the pool handed out the
+/// connections the restart had closed, one per call. The very next call of every kind
+/// must succeed, however many connections the pool held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_call_after_a_database_restart_succeeds_at_once() {
+    let (mut pg, db) = pg_store("restart");
+    let args = store_args(&format!("memories={}", pg.url(&db)));
+    let s = Agent::start(&args, "steady").await;
+    s.ok(
+        "memory_write",
+        json!({"path": "kept.md", "content": "before the restart\n"}),
+    )
+    .await;
+    // Several calls at once, so the pool holds several connections.
+    let memdir_connections = || {
+        pg.psql(
+            &db,
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'memdir'",
+        )
+        .parse::<u32>()
+        .unwrap()
+    };
+    let deadline = Instant::now() + COMMAND_LIMIT;
+    while memdir_connections() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "the pool never held 3 connections"
+        );
+        let reads = (0..8).map(|_| s.ok("memory_read", json!({"path": "kept.md"})));
+        futures::future::join_all(reads).await;
+    }
+    let pooled = memdir_connections();
+
+    pg.stop();
+    pg.restart();
+    // A write first: its lock is taken on a pooled connection the restart closed.
+    for (tool, args) in [
+        (
+            "memory_write",
+            json!({"path": "new.md", "content": "after the restart\n"}),
+        ),
+        ("memory_read", json!({"path": "kept.md"})),
+        ("memory_list", json!({})),
+        (
+            "memory_edit",
+            json!({"path": "kept.md", "append_text": "and after\n"}),
+        ),
+        ("memory_history", json!({"path": "kept.md"})),
+        ("memory_search", json!({"query": "restart"})),
+        ("memory_delete", json!({"path": "new.md"})),
+        ("memory_read", json!({"path": "kept.md"})),
+    ] {
+        let out = s
+            .try_call(tool, args.clone(), CALL_LIMIT)
+            .await
+            .unwrap_or_else(|e| panic!("{tool} after the restart: {e}"));
+        assert!(
+            !out.is_error,
+            "{tool} failed after the restart ({pooled} connections were pooled): {}",
+            out.text
+        );
+    }
+    let read = s.ok("memory_read", json!({"path": "kept.md"})).await;
+    assert_eq!(read["content"], "before the restart\nand after\n");
+    s.stop().await;
+}
+
 // ---------------------------------------------------------------------------------------
 // 3. Redaction reaches the database
 // ---------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 //! Fuzz target `edit`: `memdir::edit::{replace, insert, append}` against a small reference
-//! model written here from the spec (TOOLS.md `memory_edit`, docs/decisions/where-the-spec-is-silent.md, "Lines"):
+//! model written here from the contract (docs/tools.md `memory_edit`, docs/decisions/where-the-spec-is-silent.md, "Lines"):
 //!
 //! - replace: `old_str` must occur exactly once unless `replace_all`; occurrences are
 //!   counted over the whole text, left to right, without overlap (as Python's

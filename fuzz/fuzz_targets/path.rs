@@ -3,7 +3,7 @@
 //!
 //! Invariants (a panic is a finding):
 //! - invalid UTF-8 never reaches the parser as such; its lossy form (with U+FFFD) is refused;
-//! - an accepted path obeys PATHS.md segment by segment (checked by an independent model
+//! - an accepted path obeys docs/paths.md segment by segment (checked by an independent model
 //!   below, not by calling the rules under test), is NFC and at most 1,024 bytes;
 //! - rendering `canonical()` (and `rel()` for the first store) and parsing again gives the
 //!   same `MemPath`;
@@ -179,7 +179,7 @@ fn check_accepted(raw: &str, p: &MemPath) {
     );
 }
 
-/// Why a segment breaks PATHS.md layer 1, if it does: an independent statement of the
+/// Why a segment breaks layer 1 of docs/paths.md, if it does: an independent statement of the
 /// rules, so the parser is not checked against itself.
 fn segment_violation(seg: &str) -> Option<&'static str> {
     if seg.is_empty() {

@@ -8,8 +8,8 @@
 //!   splits back into exactly the same tokens; positions count up from 0 without gaps;
 //! - a parsed query has at most `MAX_CLAUSES` distinct clauses, none empty;
 //! - `best_lines` returns at most `max` existing lines, in order, including the best one;
-//! - any input string is a valid query: the index never answers with an error (the spec:
-//!   no syntax errors, ever);
+//! - any input string is a valid query: the index never answers with an error (docs/tools.md:
+//!   any string is a valid query);
 //! - the index and the scan agree: the documents FTS5 returns for all (any) clauses are
 //!   exactly those `DocMatch` finds matching all (any) clauses. A search shows index hits
 //!   and falls back to the scan, so a disagreement is a hit that appears or disappears

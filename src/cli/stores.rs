@@ -147,9 +147,11 @@ fn memories(dir: PathBuf, source: Source) -> Chosen {
 /// `C:\notes:ro` keep their drive letter. `NAME=postgresql://…[:ro]` is a store held by
 /// a PostgreSQL database; any other `scheme://` is refused rather than taken for a folder.
 fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
+    // What errors show: a URL's password never.
+    let shown = crate::secrets::redact_urls(spec);
     let (name, rest) = spec
         .split_once('=')
-        .with_context(|| format!("{source} {spec:?}: expected NAME=DIR or NAME=DIR:ro"))?;
+        .with_context(|| format!("{source} {shown:?}: expected NAME=DIR or NAME=DIR:ro"))?;
     let (dir, read_only) = match rest.rsplit_once(':') {
         Some((dir, "ro")) => (dir, true),
         Some((dir, "rw")) => (dir, false),
@@ -157,14 +159,14 @@ fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
     };
     check_store_name(name)?;
     if dir.is_empty() {
-        bail!("{source} {spec:?}: the folder is empty");
+        bail!("{source} {shown:?}: the folder is empty");
     }
     let location = match url_scheme(dir) {
         Some(scheme) if scheme == "postgresql" || scheme == "postgres" => {
             Location::Postgres(dir.to_owned())
         }
         Some(scheme) => bail!(
-            "{source} {spec:?}: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
+            "{source} {shown:?}: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
         ),
         None => Location::Folder(expand(dir, env.home.as_deref(), source)?),
     };

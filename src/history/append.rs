@@ -36,7 +36,7 @@ pub(super) fn append<'r>(
 
 /// Numbers the drafts, attaches content the log does not keep yet, and writes them as the
 /// intent (before the mutation).
-pub fn begin(
+pub(super) fn begin(
     store: &Store,
     lock: &StoreLock,
     heads: &Heads,
@@ -91,7 +91,7 @@ pub fn begin(
 }
 
 /// Appends the records of a completed mutation and clears the intent.
-pub fn commit(
+pub(super) fn commit(
     store: &Store,
     lock: &StoreLock,
     heads: &mut Heads,

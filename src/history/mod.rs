@@ -37,7 +37,6 @@ mod rewrite;
 mod verify;
 pub mod versions;
 
-pub use append::{begin, commit};
 pub use heads::Heads;
 pub use import::{check_import, import_records};
 pub use log::{Draft, Op, Record, export_records, records};

@@ -61,6 +61,10 @@ pub(crate) enum Transport {
     Http,
 }
 
+/// How a transport names the actor of a request when it knows better than the client's
+/// own `clientInfo` (over HTTP, the bearer token's NAME); `None` leaves it to the client.
+pub(crate) type ActorOf = fn(&rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<String>;
+
 /// The MCP server over a set of stores.
 #[derive(Clone)]
 pub struct MemdirServer {
@@ -77,6 +81,8 @@ pub struct MemdirServer {
     /// The connection's flow control: notifications wait while the client is not reading.
     pub(super) flow: FlowHandle,
     pub(super) transport: Transport,
+    /// The transport's say on who makes a request, if it has one ([`Self::actor_from`]).
+    pub(super) actor_of: Option<ActorOf>,
     /// The level the client set, and which notices it has had.
     pub(super) logging: Arc<logging::Logging>,
 }
@@ -97,7 +103,16 @@ impl MemdirServer {
             listen_holds: Arc::default(),
             flow,
             transport,
+            actor_of: None,
             logging: Arc::default(),
+        }
+    }
+
+    /// The server whose requests record the actor `actor_of` names, when it names one.
+    pub(super) fn actor_from(self, actor_of: ActorOf) -> Self {
+        MemdirServer {
+            actor_of: Some(actor_of),
+            ..self
         }
     }
 

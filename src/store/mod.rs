@@ -51,10 +51,6 @@ pub use postgres::PgStore;
 pub use seam::{Store, StoreLock, Watcher};
 pub use walk::{EntryKind, WalkEntry, hidden_name, visible_name};
 
-/// Whether this build uses the Linux-only mechanisms (inotify, `renameat2`, deferred
-/// inode release) or the portable ones (see `platform`).
-pub const LINUX_FAST: bool = platform::LINUX_FAST;
-
 /// Name of the reserved state folder inside every store.
 pub const STATE_DIR: &str = ".memdir";
 /// Temp files live here while being written; anything found here while holding the store

@@ -10,10 +10,6 @@ use std::io::{self, ErrorKind};
 
 use cap_std::fs::{Dir, Metadata, OpenOptions};
 
-/// Whether this build uses the Linux-only mechanisms (inotify, `renameat2`, deferred
-/// inode release), or the portable ones.
-pub const LINUX_FAST: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
-
 /// Options that open a folder and nothing else. On Unix, `O_DIRECTORY` makes a FIFO (or
 /// any other non-folder) in a folder's place fail at once with `ENOTDIR`, where a plain
 /// open would wait for a writer forever; `O_NONBLOCK` besides, as for every open of the

@@ -1,6 +1,8 @@
 //! A real PostgreSQL server for the tests (and `examples/pg_bench.rs`): the Debian binaries, a cluster made by
 //! `initdb` in a temp folder, served only on a private Unix socket. Anything missing or
 //! failing panics with what to do: these tests fail, never skip, without PostgreSQL.
+//! Their targets are built only with the `external-tests` feature, so `cargo test` alone
+//! needs nothing but Rust (docs/decisions/outside-parts.md).
 //!
 //! When the tests run as root, every PostgreSQL program that refuses root (`initdb`,
 //! `postgres`) runs as the `postgres` user, which owns the temp folder.

@@ -6,7 +6,6 @@ use rmcp::{ErrorData, RoleServer, tool, tool_router};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::actor;
 use super::answer::answer;
 use super::args::Args;
 use super::schema::{input, output};
@@ -64,7 +63,7 @@ impl MemdirServer {
         Args(p): Args<DeleteParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let actor = actor(&ctx);
+        let actor = self.actor(&ctx);
         let result = self
             .run(move |m| {
                 delete(

@@ -19,18 +19,22 @@ mod write;
 use rmcp::RoleServer;
 use rmcp::service::RequestContext;
 
+use super::server::MemdirServer;
 use crate::error::Error;
 
-/// The actor recorded in the history for a request: the client's `clientInfo`, from the
-/// request's own `_meta` when it carries one (every request of the 2026-07-28 era, which
-/// has no handshake, does) or else from `initialize`.
-fn actor(ctx: &RequestContext<RoleServer>) -> String {
-    if let Some(actor) = crate::mcp::transport::http::actor(ctx) {
-        return actor;
-    }
-    match ctx.client_info() {
-        Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
-        _ => "unknown-client".into(),
+impl MemdirServer {
+    /// The actor recorded in the history for a request: the one its transport names
+    /// (over HTTP, the bearer token's NAME), else the client's `clientInfo`, from the
+    /// request's own `_meta` when it carries one (every request of the 2026-07-28 era,
+    /// which has no handshake, does) or else from `initialize`.
+    fn actor(&self, ctx: &RequestContext<RoleServer>) -> String {
+        if let Some(actor) = self.actor_of.and_then(|actor_of| actor_of(ctx)) {
+            return actor;
+        }
+        match ctx.client_info() {
+            Some(info) if !info.name.is_empty() => format!("{}/{}", info.name, info.version),
+            _ => "unknown-client".into(),
+        }
     }
 }
 

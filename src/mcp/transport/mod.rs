@@ -26,8 +26,8 @@ pub enum ServeError {
     #[error(transparent)]
     Session(#[from] tokio::task::JoinError),
     /// The HTTP tokens file could not be read or holds no valid token.
-    #[error("{0}")]
-    Tokens(String),
+    #[error(transparent)]
+    Tokens(crate::Error),
     /// A non-loopback address was asked for without tokens.
     #[error(
         "refusing to serve {addr} without authentication: other machines can reach that address. \

@@ -16,14 +16,16 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 /// fails with an error.
 pub const CONNECT_WAIT: Duration = Duration::from_secs(5);
 /// Connections one process keeps to one database at most.
-const POOL_SIZE: u32 = 8;
+pub const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
 const SESSION: &str = "SET statement_timeout = '30s'; SET lock_timeout = '30s'; SET idle_in_transaction_session_timeout = '60s'";
 
-/// The pool, and the last reason a connection could not be made (r2d2 says only that
-/// it timed out waiting).
+/// The pool of one store's database, and the last reason a connection could not be made
+/// (r2d2 says only that it timed out waiting).
 pub struct Pool {
     pub pool: r2d2::Pool<Manager>,
+    /// The store it serves, named in errors.
+    store: String,
     last_error: Arc<Mutex<Option<String>>>,
     /// A copy of the pool's settings, to connect once outside it.
     probe: Manager,
@@ -36,25 +38,28 @@ impl Pool {
         r2d2::ManageConnection::connect(&self.probe)
     }
 
-    pub fn get(&self) -> Result<Pooled, String> {
+    pub fn get(&self) -> crate::Result<Pooled> {
         self.pool.get().map_err(|e| self.explain(&e))
     }
 
-    pub fn get_timeout(&self, wait: Duration) -> Result<Pooled, String> {
+    pub fn get_timeout(&self, wait: Duration) -> crate::Result<Pooled> {
         self.pool.get_timeout(wait).map_err(|e| self.explain(&e))
     }
 
     /// Why no connection could be had.
-    fn explain(&self, e: &r2d2::Error) -> String {
+    fn explain(&self, e: &r2d2::Error) -> crate::Error {
         let why = self
             .last_error
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
             .unwrap_or_else(|| e.to_string());
-        format!(
-            "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
-        )
+        crate::Error::Database {
+            store: self.store.clone(),
+            reason: format!(
+                "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
+            ),
+        }
     }
 }
 
@@ -73,6 +78,18 @@ pub type Pooled = r2d2::PooledConnection<Manager>;
 pub struct Conn {
     pub client: Client,
     statements: HashMap<&'static str, Statement>,
+    /// Found lost (the server closed it, e.g. on a restart): the pool discards it instead
+    /// of handing it out again.
+    pub lost: bool,
+}
+
+impl Conn {
+    /// Whether the server still answers on this connection (an empty query); marks it
+    /// lost when not.
+    pub fn alive(&mut self) -> bool {
+        self.lost = self.lost || self.client.simple_query("").is_err();
+        !self.lost
+    }
 }
 
 impl Conn {
@@ -138,6 +155,7 @@ impl r2d2::ManageConnection for Manager {
         Ok(Conn {
             client,
             statements: HashMap::new(),
+            lost: false,
         })
     }
 
@@ -146,12 +164,13 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
-        conn.client.is_closed()
+        conn.lost || conn.client.is_closed()
     }
 }
 
-/// The pool for `url`; connects lazily (the first call says whether the database is there).
-pub fn pool(url: &str) -> crate::Result<Pool> {
+/// The pool of store `store` for `url`; connects lazily (the first call says whether the
+/// database is there).
+pub fn pool(store: &str, url: &str) -> crate::Result<Pool> {
     let (config, tls) = config(url)?;
     let last_error = Arc::new(Mutex::new(None));
     let pool = r2d2::Pool::builder()
@@ -166,6 +185,7 @@ pub fn pool(url: &str) -> crate::Result<Pool> {
         });
     Ok(Pool {
         pool,
+        store: store.to_owned(),
         last_error,
         probe: Manager { config, tls },
     })
@@ -272,34 +292,10 @@ fn split_pgpass(line: &str) -> Vec<String> {
 
 /// `url` without its password (in the user part or a `password=` parameter), to show.
 pub fn redact_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(end);
-    let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(u, _)| u);
-            format!("{user}@{host}")
-        }
-        None => authority.to_owned(),
-    };
-    let tail = match tail.split_once('?') {
-        Some((path, query)) => {
-            let kept: Vec<&str> = query
-                .split('&')
-                .filter(|kv| !kv.to_ascii_lowercase().starts_with("password="))
-                .collect();
-            if kept.is_empty() {
-                path.to_owned()
-            } else {
-                format!("{path}?{}", kept.join("&"))
-            }
-        }
-        None => tail.to_owned(),
-    };
-    if scheme.is_empty() {
-        format!("{authority}{tail}")
+    if url.contains("://") {
+        crate::secrets::redact_urls(url)
     } else {
-        format!("{scheme}://{authority}{tail}")
+        crate::secrets::redact_urls(&format!("://{url}"))[3..].to_owned()
     }
 }
 
@@ -349,27 +345,6 @@ pub fn is_lost(e: &postgres::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn passwords_never_shown() {
-        for (url, shown) in [
-            (
-                "postgresql://alice:s3cret@db.example:5432/memdir",
-                "postgresql://alice@db.example:5432/memdir",
-            ),
-            (
-                "postgresql://alice@/memdir?host=/run/pg&password=s3cret&port=5433",
-                "postgresql://alice@/memdir?host=/run/pg&port=5433",
-            ),
-            ("postgres://db/memdir", "postgres://db/memdir"),
-            (
-                "postgresql://a:p%40ss@h/db?password=x",
-                "postgresql://a@h/db",
-            ),
-        ] {
-            assert_eq!(redact_url(url), shown);
-        }
-    }
 
     #[test]
     fn pgpass_lines_split_with_escapes() {

@@ -108,7 +108,7 @@ impl PgStore {
     /// a newer schema) stops the start; one that cannot be reached right now does not: the
     /// store answers each call with an error until the database is back, then migrates.
     pub fn open(name: &str, url: &str, read_only: bool) -> Result<PgStore> {
-        let pool = conn::pool(url)?;
+        let pool = conn::pool(name, url)?;
         let at = || format!("store `{name}` ({})", redact_url(url));
         let ready = match pool.connect_now() {
             Ok(mut c) => {
@@ -192,11 +192,12 @@ impl PgStore {
                 let mut conn = self.connection()?;
                 match f(&mut conn) {
                     // A pooled connection the database closed meanwhile (a restart): once
-                    // more on a new one. Outside a transaction, so nothing is done twice
-                    // that was done once: a failed statement did nothing.
+                    // more on one that answers. Outside a transaction, so nothing is done
+                    // twice that was done once: a failed statement did nothing.
                     Err(e) if conn::is_lost(&e) => {
+                        conn.lost = true;
                         drop(conn);
-                        let mut conn = self.connection()?;
+                        let mut conn = self.live_connection()?;
                         f(&mut conn).map_err(|e| self.unavailable(conn::describe(&e)))
                     }
                     other => other.map_err(|e| self.unavailable(conn::describe(&e))),
@@ -232,9 +233,22 @@ impl PgStore {
             }
             Err(e) => {
                 *down_at = Some(std::time::Instant::now());
-                Err(self.unavailable(e))
+                Err(e)
             }
         }
+    }
+
+    /// A connection the server answers on, after one was found lost: a restart closes
+    /// every connection the pool holds, and each is checked and discarded here rather than
+    /// failing a call of its own. Checks at most the pool's size, then one new connection.
+    fn live_connection(&self) -> Result<Pooled> {
+        for _ in 0..conn::POOL_SIZE {
+            let mut conn = self.connection()?;
+            if conn.alive() {
+                return Ok(conn);
+            }
+        }
+        self.connection()
     }
 
     /// Takes the store's mutation lock: a transaction holding its advisory lock (waiting
@@ -252,9 +266,21 @@ impl PgStore {
 
     fn take_lock(&self, waiting: Waiting) -> Result<Option<PgLock>> {
         let mut conn = self.connection()?;
+        // A connection a restart closed fails its `BEGIN`, before anything is done: take
+        // one the server answers on instead.
+        if let Err(e) = conn.client.batch_execute("BEGIN") {
+            if !conn::is_lost(&e) {
+                return Err(self.unavailable(conn::describe(&e)));
+            }
+            conn.lost = true;
+            drop(conn);
+            conn = self.live_connection()?;
+            conn.client
+                .batch_execute("BEGIN")
+                .map_err(|e| self.unavailable(conn::describe(&e)))?;
+        }
         let key = schema::lock_key(&self.name);
         let taken = (|| -> std::result::Result<bool, postgres::Error> {
-            conn.client.batch_execute("BEGIN")?;
             match waiting {
                 Waiting::UntilFree => {
                     conn.execute("SELECT pg_advisory_xact_lock($1)", &[&key])?;

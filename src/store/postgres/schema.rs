@@ -4,6 +4,7 @@
 //! binary knows is refused (an older memdir must not write what it does not understand).
 
 use super::conn::Conn;
+use crate::{Error, Result};
 
 /// Held while migrating (any value no store's lock key takes in practice).
 const MIGRATE_KEY: i64 = 0x6d65_6d64_6972_0001;
@@ -40,17 +41,18 @@ CREATE FUNCTION memdir_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
 pub const VERSION: i32 = MIGRATIONS.len() as i32;
 
 /// Brings the database's schema to [`VERSION`] (a read-only store only checks it).
-/// Errors are words for the start-up message (the caller names the store).
-pub fn migrate(conn: &mut Conn, read_only: bool) -> Result<(), String> {
+/// Errors are [`Error::Open`] in words for the start-up message (the caller names the
+/// store).
+pub fn migrate(conn: &mut Conn, read_only: bool) -> Result<()> {
     let found = version(conn)?;
     if found == VERSION {
         return Ok(());
     }
     check_not_newer(found)?;
     if read_only {
-        return Err(format!(
+        return Err(Error::Open(format!(
             "the database holds no memdir tables (schema version {found}, this memdir writes {VERSION}); serve the store read-write once to create them"
-        ));
+        )));
     }
     let client = &mut conn.client;
     let mut tx = client.transaction().map_err(said)?;
@@ -75,12 +77,12 @@ pub fn migrate(conn: &mut Conn, read_only: bool) -> Result<(), String> {
 }
 
 /// What the database said, in the words of the start-up message.
-fn said(e: postgres::Error) -> String {
-    e.to_string()
+fn said(e: postgres::Error) -> Error {
+    Error::Open(e.to_string())
 }
 
 /// The schema version in the database (0 when memdir has never used it).
-fn version(conn: &mut Conn) -> Result<i32, String> {
+fn version(conn: &mut Conn) -> Result<i32> {
     let row = conn
         .client
         .query_one(
@@ -98,11 +100,11 @@ fn version(conn: &mut Conn) -> Result<i32, String> {
         .get(0))
 }
 
-fn check_not_newer(found: i32) -> Result<(), String> {
+fn check_not_newer(found: i32) -> Result<()> {
     if found > VERSION {
-        return Err(format!(
+        return Err(Error::Open(format!(
             "the database's memdir schema is version {found}, newer than this memdir knows (version {VERSION}); upgrade memdir on this machine"
-        ));
+        )));
     }
     Ok(())
 }

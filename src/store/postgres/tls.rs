@@ -22,6 +22,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use crate::{Error, Result};
+
 /// What a URL asks for.
 pub struct Tls {
     pub mode: SslMode,
@@ -37,8 +39,9 @@ enum Check {
 }
 
 /// Takes `sslmode` and `sslrootcert` out of `url` (the driver knows only some of libpq's
-/// modes) and says what TLS they ask for.
-pub fn from_url(url: &str) -> Result<(String, Tls), String> {
+/// modes) and says what TLS they ask for. Errors are [`Error::Open`], saying what to
+/// change (the caller names the URL).
+pub fn from_url(url: &str) -> Result<(String, Tls)> {
     let (base, query) = match url.split_once('?') {
         Some((b, q)) => (b, q),
         None => (url, ""),
@@ -51,9 +54,9 @@ pub fn from_url(url: &str) -> Result<(String, Tls), String> {
             "sslmode" => mode = Some(decode(value)),
             "sslrootcert" => root = Some(decode(value)),
             "sslcert" | "sslkey" | "sslpassword" => {
-                return Err(format!(
+                return Err(Error::Open(format!(
                     "`{key}` (a client certificate) is not supported; authenticate with a password"
-                ));
+                )));
             }
             _ => kept.push(pair),
         }
@@ -71,9 +74,9 @@ pub fn from_url(url: &str) -> Result<(String, Tls), String> {
         "verify-ca" => (SslMode::Require, Check::Chain),
         "verify-full" => (SslMode::Require, Check::ChainAndName),
         other => {
-            return Err(format!(
+            return Err(Error::Open(format!(
                 "sslmode `{other}` is not one of disable, allow, prefer, require, verify-ca, verify-full"
-            ));
+            )));
         }
     };
     let config = client_config(check, root.as_deref())?;
@@ -90,23 +93,25 @@ fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn client_config(check: Check, root: Option<&str>) -> Result<ClientConfig, String> {
+fn client_config(check: Check, root: Option<&str>) -> Result<ClientConfig> {
     let builder = ClientConfig::builder_with_provider(provider())
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?;
-    if check == Check::Nothing {
-        return Ok(builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(NoCheck(provider())))
-            .with_no_client_auth());
-    }
-    let roots = Arc::new(roots(root)?);
-    let webpki = WebPkiServerVerifier::builder_with_provider(roots, provider())
-        .build()
-        .map_err(|e| format!("TLS: {e}"))?;
+        .map_err(|e| Error::Open(format!("TLS: {e}")))?;
+    let webpki = || {
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots(root)?), provider())
+            .build()
+            .map_err(|e| Error::Open(format!("TLS: {e}")))
+    };
     let verifier: Arc<dyn ServerCertVerifier> = match check {
-        Check::Chain => Arc::new(ChainOnly(webpki)),
-        _ => webpki,
+        Check::Nothing => Arc::new(Lenient {
+            chain: None,
+            provider: provider(),
+        }),
+        Check::Chain => Arc::new(Lenient {
+            chain: Some(webpki()?),
+            provider: provider(),
+        }),
+        Check::ChainAndName => webpki()?,
     };
     Ok(builder
         .dangerous()
@@ -115,7 +120,7 @@ fn client_config(check: Check, root: Option<&str>) -> Result<ClientConfig, Strin
 }
 
 /// The roots certificates are checked against.
-fn roots(root: Option<&str>) -> Result<RootCertStore, String> {
+fn roots(root: Option<&str>) -> Result<RootCertStore> {
     let mut store = RootCertStore::empty();
     let default = dirs::home_dir()
         .map(|h| h.join(".postgresql/root.crt"))
@@ -128,12 +133,14 @@ fn roots(root: Option<&str>) -> Result<RootCertStore, String> {
     match file {
         Some(file) => {
             let certs = CertificateDer::pem_file_iter(&file)
-                .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
-                .map_err(|e| format!("cannot read sslrootcert {}: {e}", file.display()))?;
+                .and_then(|certs| certs.collect::<std::result::Result<Vec<_>, _>>())
+                .map_err(|e| {
+                    Error::Open(format!("cannot read sslrootcert {}: {e}", file.display()))
+                })?;
             for cert in certs {
                 store
                     .add(cert)
-                    .map_err(|e| format!("sslrootcert {}: {e}", file.display()))?;
+                    .map_err(|e| Error::Open(format!("sslrootcert {}: {e}", file.display())))?;
             }
         }
         None => {
@@ -142,68 +149,25 @@ fn roots(root: Option<&str>) -> Result<RootCertStore, String> {
         }
     }
     if store.is_empty() {
-        return Err(
+        return Err(Error::Open(
             "no root certificates to check the server against; give sslrootcert=FILE".into(),
-        );
+        ));
     }
     Ok(store)
 }
 
-/// `prefer` and `require`: encrypted, certificate not checked (as libpq). The handshake's
-/// signature is still verified, so the peer holds the key of the certificate it sent.
+/// A check short of `verify-full`: none (`prefer`, `require`: encrypted, the certificate
+/// taken as it comes, as libpq does), or the chain without the host name (`verify-ca`).
+/// Either way the handshake's signature is verified, so the peer holds the key of the
+/// certificate it sent.
 #[derive(Debug)]
-struct NoCheck(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for NoCheck {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Lenient {
+    /// The chain's verifier for `verify-ca`; `None` checks no certificate.
+    chain: Option<Arc<WebPkiServerVerifier>>,
+    provider: Arc<CryptoProvider>,
 }
 
-/// `verify-ca`: the chain must lead to a root; the name is not compared.
-#[derive(Debug)]
-struct ChainOnly(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for ChainOnly {
+impl ServerCertVerifier for Lenient {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -211,11 +175,11 @@ impl ServerCertVerifier for ChainOnly {
         server_name: &ServerName<'_>,
         ocsp: &[u8],
         now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+    ) -> std::result::Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 rustls::CertificateError::NotValidForName
                 | rustls::CertificateError::NotValidForNameContext { .. },
@@ -229,8 +193,13 @@ impl ServerCertVerifier for ChainOnly {
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -238,12 +207,19 @@ impl ServerCertVerifier for ChainOnly {
         message: &[u8],
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+    ) -> std::result::Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.provider.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }
 
@@ -286,7 +262,8 @@ mod tests {
         assert!(from_url("postgresql://u@h/db?sslcert=/x").is_err());
         let e = from_url("postgresql://u@h/db?sslmode=verify-full&sslrootcert=/no/such.pem")
             .err()
-            .unwrap();
+            .unwrap()
+            .to_string();
         assert!(e.contains("/no/such.pem"), "{e}");
     }
 

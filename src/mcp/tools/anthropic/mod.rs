@@ -2,7 +2,7 @@
 //! (`memory_20250818`) as one MCP tool named `memory`, whose `command` is `view`, `create`,
 //! `str_replace`, `insert`, `delete` or `rename`. Claude models are trained on that tool,
 //! so its results and errors are that tool's strings, byte for byte
-//! (ANTHROPIC_MEMORY_TOOL.md). It runs the same library operations as the `memory_*`
+//! (docs/anthropic-memory-tool.md). It runs the same library operations as the `memory_*`
 //! tools, on the same stores, with the same confinement, durability and history.
 //!
 //! Paths: `/memories` is the first store whatever its name; every other store is
@@ -24,7 +24,6 @@ use serde::Deserialize;
 
 use self::change::{create, delete, insert, rename, str_replace};
 use self::view::view;
-use super::actor;
 use super::args::Args;
 use super::schema::input;
 use crate::mcp::server::MemdirServer;
@@ -110,7 +109,7 @@ impl MemdirServer {
         Args(p): Args<MemoryParams>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        let actor = actor(&ctx);
+        let actor = self.actor(&ctx);
         let result = self.run(move |m| Ok(run(m, &p, &actor))).await;
         Ok(match result.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(text) => CallToolResult::success(vec![ContentBlock::text(text)]),

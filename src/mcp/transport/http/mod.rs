@@ -82,14 +82,14 @@ pub struct HttpOptions {
 }
 
 /// Who made a request: the NAME of its bearer token. Put into the HTTP request's
-/// extensions, where the tools find it (rmcp hands them the request's parts).
+/// extensions, where [`actor`] finds it (rmcp hands the server the request's parts).
 #[derive(Clone, Debug)]
 pub struct Identity(pub String);
 
 /// The actor a request over HTTP records: its token's NAME; without tokens (loopback
 /// only), the client's own name from the request's `_meta` (2026-07-28 era), else `http`.
-/// `None` when the request did not come over HTTP.
-pub fn actor(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<String> {
+/// `None` when the request did not come over HTTP. Handed to the server, which asks it.
+fn actor(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<String> {
     let parts = ctx.extensions.get::<http::request::Parts>()?;
     if let Some(Identity(name)) = parts.extensions.get::<Identity>() {
         return Some(name.clone());
@@ -124,7 +124,8 @@ pub async fn serve_http(
     let local = listener.local_addr()?;
 
     let flow = FlowHandle::detached();
-    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http);
+    let server =
+        MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http).actor_from(actor);
     server.start_upkeep();
     let app = Arc::new(App::new(server, &options, local, tokens.clone()));
     tracing::info!(

@@ -8,6 +8,8 @@ use std::sync::{Arc, RwLock};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::{Error, Result};
+
 /// Shortest token accepted: 16 characters of a random hex or base64 string is already
 /// 64 bits; the README's recipe makes 64 hex characters.
 pub const MIN_TOKEN_CHARS: usize = 16;
@@ -23,7 +25,7 @@ pub struct Tokens {
 impl Tokens {
     /// Parses a tokens file: one `NAME TOKEN` per line, blank lines and lines starting
     /// with `#` ignored. Errors name the line, never the token.
-    pub fn parse(text: &str) -> Result<Tokens, String> {
+    pub fn parse(text: &str) -> Result<Tokens> {
         let mut entries: Vec<(String, [u8; 32])> = Vec::new();
         for (n, line) in text.lines().enumerate() {
             let line = line.trim();
@@ -33,33 +35,33 @@ impl Tokens {
             let mut fields = line.split_whitespace();
             let (Some(name), Some(token), None) = (fields.next(), fields.next(), fields.next())
             else {
-                return Err(format!(
+                return Err(Error::Config(format!(
                     "line {}: expected `NAME TOKEN` (two fields separated by a space)",
                     n + 1
-                ));
+                )));
             };
             if name.chars().count() > MAX_NAME_CHARS
                 || !name
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "._@-+".contains(c))
             {
-                return Err(format!(
+                return Err(Error::Config(format!(
                     "line {}: the name must be 1 to {MAX_NAME_CHARS} characters of letters, digits and . _ @ - +",
                     n + 1
-                ));
+                )));
             }
             if token.chars().count() < MIN_TOKEN_CHARS || !token.is_ascii() {
-                return Err(format!(
+                return Err(Error::Config(format!(
                     "line {}: the token of {name} must be at least {MIN_TOKEN_CHARS} ASCII characters (make one with `openssl rand -hex 32`)",
                     n + 1
-                ));
+                )));
             }
             let digest = digest(token.as_bytes());
             if entries.iter().any(|(_, d)| *d == digest) {
-                return Err(format!(
+                return Err(Error::Config(format!(
                     "line {}: this token is already listed on an earlier line; every token names one actor",
                     n + 1
-                ));
+                )));
             }
             entries.push((name.to_string(), digest));
         }
@@ -102,7 +104,7 @@ pub struct TokenFile {
 impl TokenFile {
     /// Loads the file, refusing one that others can read, that has a bad line, or that
     /// lists no token (which would lock every client out).
-    pub fn load(path: &Path) -> Result<TokenFile, String> {
+    pub fn load(path: &Path) -> Result<TokenFile> {
         let tokens = read(path)?;
         Ok(TokenFile {
             path: path.to_path_buf(),
@@ -111,7 +113,7 @@ impl TokenFile {
     }
 
     /// Re-reads the file; on error the tokens in force stay.
-    pub fn reload(&self) -> Result<usize, String> {
+    pub fn reload(&self) -> Result<usize> {
         let tokens = read(&self.path)?;
         let n = tokens.len();
         *self.tokens.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(tokens);
@@ -127,14 +129,15 @@ impl TokenFile {
     }
 }
 
-fn read(path: &Path) -> Result<Tokens, String> {
+fn read(path: &Path) -> Result<Tokens> {
     let text = crate::store::config::read_secret_file(path)?;
-    let tokens = Tokens::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let tokens =
+        Tokens::parse(&text).map_err(|e| Error::Config(format!("{}: {e}", path.display())))?;
     if tokens.is_empty() {
-        return Err(format!(
+        return Err(Error::Config(format!(
             "{} lists no token: add a line `NAME TOKEN` (e.g. `alice $(openssl rand -hex 32)`)",
             path.display()
-        ));
+        )));
     }
     Ok(tokens)
 }
@@ -173,7 +176,7 @@ mod tests {
             ),
         ];
         for (text, expect) in cases {
-            let e = Tokens::parse(text).unwrap_err();
+            let e = Tokens::parse(text).unwrap_err().to_string();
             assert!(e.starts_with(expect), "{text:?}: {e}");
             assert!(!e.contains("0123456789abcdef"), "{e}");
             assert!(!e.contains("short"), "{e}");
