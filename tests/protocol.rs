@@ -35,6 +35,8 @@ struct Raw {
     stash: VecDeque<Value>,
     /// Ids for requests the helpers make up (barriers, round trips).
     next_id: u64,
+    /// How long a reply may take before the test fails.
+    reply_timeout: Duration,
     tmp: tempfile::TempDir,
     /// The server's log, shown if the test fails (a panic message of the server too).
     _stderr: StderrLog,
@@ -115,6 +117,7 @@ impl Raw {
             stdout,
             stash: VecDeque::new(),
             next_id: 1_000_000,
+            reply_timeout: REPLY_TIMEOUT,
             tmp,
             _stderr: stderr,
         }
@@ -1638,5 +1641,8 @@ async fn cancelled_requests_count_as_work_until_their_handler_finishes() {
     );
     drop(lock_file);
     server.stdin = Some(writer.await.expect("writer"));
+    // The writes queued behind the lock (each with its fsyncs) all run before the next
+    // call is read; on a busy machine that alone can take longer than one reply may.
+    server.reply_timeout = Duration::from_secs(120);
     server.assert_still_serves().await;
 }
