@@ -16,8 +16,8 @@
 //! connections get 503, `subscriptions/listen` streams end, in-flight calls finish and
 //! are answered, then the process exits. SIGHUP re-reads the tokens file.
 
-mod gate;
-mod tokens;
+pub(crate) mod gate;
+pub(crate) mod tokens;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -44,6 +44,7 @@ use self::tokens::TokenFile;
 use super::ServeError;
 use super::decode::decode;
 use super::scan::trim;
+use crate::console::{Console, SignIn};
 use crate::mcp::flow::FlowHandle;
 use crate::mcp::server::{MemdirServer, Transport};
 use crate::mcp::toolset::ToolSet;
@@ -118,9 +119,19 @@ pub async fn serve_http(
     let local = listener.local_addr()?;
 
     let flow = FlowHandle::detached();
-    let server = MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http);
+    let memdir = Arc::new(memdir);
+    let console = Console::new(
+        Arc::clone(&memdir),
+        Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
+        match &tokens {
+            Some(tokens) => SignIn::Tokens(tokens.clone()),
+            None => SignIn::Closed,
+        },
+        options.max_body_bytes,
+    );
+    let server = MemdirServer::new(memdir, tools, flow.clone(), Transport::Http);
     server.start_upkeep();
-    let app = Arc::new(App::new(server, &options, local, tokens.clone()));
+    let app = Arc::new(App::new(server, &options, local, tokens.clone(), console));
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
         "listening on http://{local}/mcp{}",
@@ -237,6 +248,8 @@ fn reload_on_hangup(tokens: TokenFile) {
 
 struct App {
     mcp: StreamableHttpService<MemdirServer, NeverSessionManager>,
+    /// Everything but `/mcp` and `/healthz`: the console for people (`crate::console`).
+    console: Console,
     gate: Gate,
     tokens: Option<TokenFile>,
     max_body: usize,
@@ -259,6 +272,7 @@ impl App {
         options: &HttpOptions,
         local: SocketAddr,
         tokens: Option<TokenFile>,
+        console: Console,
     ) -> App {
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
@@ -274,6 +288,7 @@ impl App {
         );
         App {
             mcp,
+            console,
             gate: Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
             tokens,
             max_body: options.max_body_bytes,
@@ -294,10 +309,7 @@ impl App {
         let response = match path.as_str() {
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
-            _ => text(
-                StatusCode::NOT_FOUND,
-                "Not Found: memdir serves MCP at /mcp (and GET /healthz)",
-            ),
+            _ => self.console.handle(request).await,
         };
         tracing::info!(
             target: "memdir::access",
