@@ -14,12 +14,18 @@ use crate::mcp::transport::http::gate::Gate;
 /// Reading a request's body once its headers arrived (as `/mcp`).
 const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The `Host` and `Origin` checks of `/mcp` (403).
+/// The `Host` and `Origin` checks of `/mcp` (403). `Origin: null` is left to
+/// [`same_origin`]: a browser sends it for the console's own forms, because every page
+/// says `Referrer-Policy: no-referrer`.
 #[allow(clippy::result_large_err)]
 pub fn gate(gate: &Gate, request: &Request<Incoming>) -> Result<(), Page> {
     gate.host(host(request))
         .map_err(|e| Page::error(StatusCode::FORBIDDEN, &e))?;
-    let origin = request.headers().get(header::ORIGIN).map(|o| o.as_bytes());
+    let origin = request
+        .headers()
+        .get(header::ORIGIN)
+        .map(|o| o.as_bytes())
+        .filter(|o| *o != b"null");
     gate.origin(origin)
         .map_err(|e| Page::error(StatusCode::FORBIDDEN, &e))
 }
@@ -32,9 +38,11 @@ fn host(request: &Request<Incoming>) -> Option<&str> {
         .or_else(|| request.uri().authority().map(|a| a.as_str()))
 }
 
-/// A POST must come from a page of the console itself: an `Origin` naming the host the
-/// request was sent to. Browsers send `Origin` with every POST; a request without one
-/// is not from a console page.
+/// A POST must come from a page of the console itself. Browsers send `Origin` with every
+/// POST: the console's own (`http://HOST` of the request), or `null` when the page's
+/// referrer policy is `no-referrer` (the console's), in which case the browser's
+/// `Sec-Fetch-Site` must say `same-origin`. A `Sec-Fetch-Site` naming anything else
+/// refuses the request too. A request without `Origin` is not from a console page.
 #[allow(clippy::result_large_err)]
 pub fn same_origin(request: &Request<Incoming>) -> Result<(), Page> {
     let refuse = || {
@@ -43,12 +51,25 @@ pub fn same_origin(request: &Request<Incoming>) -> Result<(), Page> {
             "Forbidden: a change must be posted from the console's own pages (the request's Origin is missing or another site's)",
         )
     };
-    let origin = request
-        .headers()
+    let headers = request.headers();
+    let fetch_site = headers
+        .get("sec-fetch-site")
+        .map(|v| v.as_bytes().eq_ignore_ascii_case(b"same-origin"));
+    if fetch_site == Some(false) {
+        return Err(refuse());
+    }
+    let origin = headers
         .get(header::ORIGIN)
         .and_then(|o| o.to_str().ok())
         .ok_or_else(refuse)?
         .to_ascii_lowercase();
+    if origin == "null" {
+        return if fetch_site == Some(true) {
+            Ok(())
+        } else {
+            Err(refuse())
+        };
+    }
     let host = host(request).ok_or_else(refuse)?.to_ascii_lowercase();
     let authority = origin
         .strip_prefix("http://")
