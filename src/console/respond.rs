@@ -67,6 +67,10 @@ impl Page {
         }
     }
 
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
     pub fn set_session(mut self, id: String) -> Page {
         self.cookie = Some(Cookie::Set(id));
         self

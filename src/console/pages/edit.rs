@@ -55,8 +55,7 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
     let actor = view.session.actor.clone();
     let written = {
         let (path, content, sha256) = (path.clone(), content.clone(), sha256.clone());
-        let memdir = std::sync::Arc::clone(&view.memdir);
-        tokio::task::spawn_blocking(move || {
+        view.try_run(move |md| {
             WriteRequest {
                 path: &path,
                 content: &content,
@@ -64,18 +63,14 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
                 expected_sha256: Some(&sha256),
                 actor: &actor,
             }
-            .run(&memdir)
+            .run(md)
         })
-        .await
+        .await?
     };
     match written {
-        Ok(Ok(_)) => Ok(Page::redirect(memory_url(&path))),
-        Ok(Err(Error::Precondition { .. })) => conflict(view, &path, &content).await,
-        Ok(Err(e)) => Err(respond::library_error(&e)),
-        Err(_) => Err(Page::error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "Internal Server Error: the write failed unexpectedly; see the server's log",
-        )),
+        Ok(_) => Ok(Page::redirect(memory_url(&path))),
+        Err(Error::Precondition { .. }) => conflict(view, &path, &content).await,
+        Err(e) => Err(respond::library_error(&e)),
     }
 }
 

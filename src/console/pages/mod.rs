@@ -34,15 +34,26 @@ impl View {
         T: Send + 'static,
         F: FnOnce(&Memdir) -> crate::error::Result<T> + Send + 'static,
     {
+        self.try_run(work)
+            .await?
+            .map_err(|e| respond::library_error(&e))
+    }
+
+    /// [`run`](Self::run), with the library's error left to the page to show.
+    pub async fn try_run<T, F>(&self, work: F) -> Result<crate::error::Result<T>, Page>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Memdir) -> crate::error::Result<T> + Send + 'static,
+    {
         let memdir = Arc::clone(&self.memdir);
-        match tokio::task::spawn_blocking(move || work(&memdir)).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(respond::library_error(&e)),
-            Err(_) => Err(Page::error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "Internal Server Error: the operation failed unexpectedly; see the server's log",
-            )),
-        }
+        tokio::task::spawn_blocking(move || work(&memdir))
+            .await
+            .map_err(|_| {
+                Page::error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "Internal Server Error: the operation failed unexpectedly; see the server's log",
+                )
+            })
     }
 
     /// Whether the store a path starts with is read-only (unknown stores count as such).

@@ -7,7 +7,7 @@ use maud::html;
 use super::View;
 use crate::console::layout::{self, enc, memory_url};
 use crate::console::request::Query;
-use crate::console::respond::Page;
+use crate::console::respond::{self, Page};
 use crate::memory::SearchRequest;
 use crate::search::index::Order;
 
@@ -40,7 +40,7 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
         let (q, path, kind, tag, cursor) =
             (q.clone(), path.clone(), kind.clone(), tag.clone(), cursor);
         Some(
-            view.run(move |md| {
+            view.try_run(move |md| {
                 SearchRequest {
                     query: &q,
                     path: path.as_deref(),
@@ -62,6 +62,10 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             .await?,
         )
     };
+    let status = match &result {
+        Some(Err(e)) => respond::library_error(e).status(),
+        _ => StatusCode::OK,
+    };
     let body = html! {
         h1 { "Search" }
         form method="get" action="/search" {
@@ -77,7 +81,10 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             label { input type="checkbox" name="sort" value="recent" checked[recent]; " newest first" }
             p { button type="submit" { "Search" } }
         }
-        @if let Some(r) = &result {
+        @if let Some(Err(e)) = &result {
+            p.message { (e) }
+        }
+        @if let Some(Ok(r)) = &result {
             p.muted {
                 (r.total_hits) " hits"
                 @if r.relaxed { " (no memory held every term: these hold some)" }
@@ -107,7 +114,7 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
         }
     };
     Ok(Page::html(
-        StatusCode::OK,
+        status,
         layout::frame("Search", &view.session, body),
     ))
 }
