@@ -6,7 +6,8 @@
 //! bounded body read (413 past the limit, 408 when it trickles in too slowly), and the
 //! JSON-RPC checks of the stdio transport (400 with a JSON-RPC error for a body that is
 //! not JSON, a batch, or not a message). Only then does rmcp see it. `GET /healthz`
-//! answers without authentication and says nothing about the stores.
+//! answers without authentication and says nothing about the stores. Every other path is
+//! the console for people (`crate::console`), behind the same gate and tokens.
 //!
 //! Stateless: every POST is served on its own, with no session, so several memdir
 //! processes can sit behind one load balancer. A request's library work runs on a blocking
