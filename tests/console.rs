@@ -915,3 +915,69 @@ async fn serve_http_signs_in_by_form_beside_mcp() {
         "the log holds the token"
     );
 }
+
+#[tokio::test]
+async fn console_on_a_fresh_machine_lists_the_default_store() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = command()
+        .arg("console")
+        .env_remove("MEMDIR_ROOT")
+        .env_remove("MEMDIR_STORES")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .spawn()
+        .expect("spawn memdir console");
+    let _log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir console");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let link = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.next_line())
+        .await
+        .expect("the link within 20 s")
+        .unwrap()
+        .expect("a line on stdout");
+    assert!(link.starts_with("http://127.0.0.1:"), "{link}");
+    let base = link.split("/?token=").next().unwrap().to_string();
+    let r = client().get(&link).send().await.unwrap();
+    let cookie = session_cookie(&r);
+    let page = client()
+        .get(format!("{base}/"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(">/memories/<"), "{page}");
+    assert!(home.join(".local/share/memdir/memories").is_dir());
+    let _ = child.start_kill();
+}
+
+#[tokio::test]
+async fn serve_http_without_tokens_keeps_the_console_closed() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let mut child = command()
+        .arg("--root")
+        .arg(&store)
+        .args(["serve", "--http", "127.0.0.1:0", "--no-index"])
+        .spawn()
+        .expect("spawn memdir serve --http");
+    let mut log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir serve");
+    let line = log.wait_for("listening on http://").await;
+    let base = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_string();
+    for path in ["/", "/memory?path=%2Fmemories%2Fnote.md", "/signin"] {
+        let r = client().get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{path}");
+        assert_hardened(&r, path);
+        assert!(r.text().await.unwrap().contains("--tokens"), "{path}");
+    }
+    let _ = child.start_kill();
+}
