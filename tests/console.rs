@@ -914,6 +914,38 @@ async fn serve_http_signs_in_by_form_beside_mcp() {
         !served.log.text().contains(ALICE),
         "the log holds the token"
     );
+
+    // Revoking the token (the file re-read on SIGHUP) ends its sessions.
+    #[cfg(unix)]
+    {
+        let mut served = served;
+        std::fs::write(&tokens, "bob bob-token-0123456789abcdef01\n").unwrap();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(served.child.id().unwrap() as i32).unwrap(),
+            rustix::process::Signal::HUP,
+        )
+        .unwrap();
+        served.log.wait_for("tokens re-read").await;
+        let r = served
+            .get("/")
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert!(
+            r.headers()["set-cookie"]
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
+        assert!(
+            r.text()
+                .await
+                .unwrap()
+                .contains("no longer in the server's tokens file")
+        );
+    }
 }
 
 #[tokio::test]

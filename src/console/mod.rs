@@ -124,6 +124,18 @@ impl Console {
         let Some(session) = session else {
             return Err(pages::signin::form(self, None, StatusCode::UNAUTHORIZED));
         };
+        if let (SignIn::Tokens(tokens), Some(token)) = (&self.sign_in, &session.token)
+            && tokens.current().actor_of_digest(token) != Some(session.actor.as_str())
+        {
+            // The token was revoked (SIGHUP re-read the file without it): so is the session.
+            self.sessions.end(&session);
+            return Err(pages::signin::form(
+                self,
+                Some("Your token is no longer in the server's tokens file: sign in with a current one."),
+                StatusCode::UNAUTHORIZED,
+            )
+            .clear_session());
+        }
         if method == Method::POST {
             request::same_origin(&request)?;
             let form = request::form(request, self.max_body).await?;

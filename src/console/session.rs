@@ -3,8 +3,8 @@
 //!
 //! Session ids and tokens are 256 random bits from the operating system. The server keeps
 //! only the SHA-256 digest of a session id and of the one-time token, compares them in
-//! constant time, and never logs them. A session ends at its expiry, at sign-out, or when
-//! the server stops.
+//! constant time, and never logs them. A session ends at its expiry, at sign-out, when the
+//! bearer token it signed in with leaves the tokens file, or when the server stops.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -30,6 +30,9 @@ pub struct Session {
     pub actor: String,
     /// Carried by every form of the session, checked on every POST.
     pub csrf: String,
+    /// The SHA-256 of the bearer token signed in with (`serve --http`): the session ends
+    /// when that token leaves the tokens file.
+    pub token: Option<[u8; 32]>,
     digest: [u8; 32],
     expires: Instant,
 }
@@ -55,8 +58,9 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// Starts a session for `actor`; gives the cookie value to set.
-    pub fn start(&self, actor: &str) -> String {
+    /// Starts a session for `actor`, signed in with `token` if a bearer token; gives the
+    /// cookie value to set.
+    pub fn start(&self, actor: &str, token: Option<&str>) -> String {
         let id = random_hex();
         let digest = digest(&id);
         let now = Instant::now();
@@ -72,6 +76,7 @@ impl Sessions {
             Session {
                 actor: actor.to_string(),
                 csrf: random_hex(),
+                token: token.map(self::digest),
                 digest,
                 expires: now + LIFETIME,
             },
@@ -188,7 +193,7 @@ mod tests {
     #[test]
     fn a_session_is_found_by_its_cookie_only() {
         let sessions = Sessions::default();
-        let id = sessions.start("alice");
+        let id = sessions.start("alice", None);
         for (cookie, found) in [
             (format!("{COOKIE}={id}"), true),
             (format!("other=1; {COOKIE}={id}"), true),

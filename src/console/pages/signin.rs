@@ -52,7 +52,7 @@ pub fn submit(console: &Console, form_data: &Query) -> Result<Page, Page> {
     let presented = form_data.get("token").unwrap_or("").trim();
     match tokens.current().actor(presented.as_bytes()) {
         Some(actor) => {
-            let id = console.sessions.start(actor);
+            let id = console.sessions.start(actor, Some(presented));
             Ok(Page::redirect("/".into()).set_session(id))
         }
         None => Err(form(
@@ -70,7 +70,7 @@ pub fn one_time(console: &Console, query: &Query, signed_in: bool) -> Result<Pag
     if let SignIn::OneTime(once) = &console.sign_in
         && let Some(actor) = once.spend(presented)
     {
-        let id = console.sessions.start(actor);
+        let id = console.sessions.start(actor, None);
         return Ok(Page::redirect("/".into()).set_session(id));
     }
     if signed_in {
