@@ -117,6 +117,42 @@ impl Browser {
         self.client.execute(script, vec![]).await.expect(script)
     }
 
+    /// The element `locator` finds, waiting (at most `DEADLINE`) for a page being
+    /// loaded to show it.
+    async fn find(&self, locator: Locator<'_>) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(DEADLINE)
+            .for_element(locator)
+            .await
+            .unwrap_or_else(|e| panic!("{locator:?}: {e}"))
+    }
+
+    /// Clicks what `locator` finds.
+    async fn click(&self, locator: Locator<'_>) {
+        self.find(locator).await.click().await.unwrap();
+    }
+
+    /// The page's text once it holds `needle` (at most `DEADLINE`: a click's navigation
+    /// may still be under way).
+    async fn wait_for_text(&self, needle: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let text = match self.client.find(Locator::Css("body")).await {
+                Ok(body) => body.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "the page never showed {needle:?}: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The page's visible text.
     async fn text(&self) -> String {
         self.client
@@ -268,33 +304,11 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     assert_eq!(b.eval("return document.cookie").await, json!(""));
 
     // Browse: store → folder → memory.
-    b.client
-        .find(Locator::LinkText("/memories/"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    b.client
-        .find(Locator::LinkText("projects/"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    assert!(b.text().await.contains("The alpha project"));
-    b.client
-        .find(Locator::LinkText("alpha.md"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let strong = b
-        .client
-        .find(Locator::Css(".rendered strong"))
-        .await
-        .unwrap();
+    b.click(Locator::LinkText("/memories/")).await;
+    b.click(Locator::LinkText("projects/")).await;
+    b.wait_for_text("The alpha project").await;
+    b.click(Locator::LinkText("alpha.md")).await;
+    let strong = b.find(Locator::Css(".rendered strong")).await;
     assert_eq!(strong.text().await.unwrap(), "Friday");
     assert!(
         b.text().await.contains("Deadline is **Friday**."),
@@ -302,38 +316,25 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     );
 
     // Search from the header.
-    let q = b.client.find(Locator::Id("q")).await.unwrap();
+    let q = b.find(Locator::Id("q")).await;
     q.send_keys("deadline").await.unwrap();
     q.send_keys("\u{E007}").await.unwrap(); // Enter
-    let hit = b
-        .client
-        .find(Locator::Css("ol.hits a"))
-        .await
-        .expect("a search hit");
+    let hit = b.find(Locator::Css("ol.hits a")).await;
     assert_eq!(hit.text().await.unwrap(), "/memories/projects/alpha.md");
     hit.click().await.unwrap();
 
     // Edit and save.
-    b.client
-        .find(Locator::LinkText("Edit"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let area = b.client.find(Locator::Id("content")).await.unwrap();
+    b.click(Locator::LinkText("Edit")).await;
+    let area = b.find(Locator::Id("content")).await;
     area.clear().await.unwrap();
     area.send_keys("# Alpha\n\nDeadline moved to Monday.\n")
         .await
         .unwrap();
-    b.client
-        .find(Locator::Css("form[action='/edit'] button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    assert!(b.text().await.contains("Deadline moved to Monday."));
+    b.click(Locator::Css("form[action='/edit'] button[type=submit]"))
+        .await;
+    // The memory page (only it has `.rendered`) comes after the write: the redirect.
+    b.find(Locator::Css(".rendered")).await;
+    b.wait_for_text("Deadline moved to Monday.").await;
     assert_eq!(
         read(store.join("projects/alpha.md")),
         "# Alpha\n\nDeadline moved to Monday.\n"
@@ -341,26 +342,14 @@ async fn a_person_signs_in_browses_searches_and_edits() {
 
     // A conflicting edit: someone writes while the form is open; saving shows both
     // sides and writes nothing.
-    b.client
-        .find(Locator::LinkText("Edit"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    b.click(Locator::LinkText("Edit")).await;
+    let area = b.find(Locator::Id("content")).await;
     std::fs::write(store.join("projects/alpha.md"), "# Alpha\n\nTheirs.\n").unwrap();
-    let area = b.client.find(Locator::Id("content")).await.unwrap();
     area.clear().await.unwrap();
     area.send_keys("# Alpha\n\nMine.\n").await.unwrap();
-    b.client
-        .find(Locator::Css("form[action='/edit'] button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    let text = b.text().await;
-    assert!(text.contains("changed meanwhile"), "{text}");
+    b.click(Locator::Css("form[action='/edit'] button[type=submit]"))
+        .await;
+    let text = b.wait_for_text("changed meanwhile").await;
     assert!(text.contains("− Theirs."), "{text}");
     assert!(text.contains("+ Mine."), "{text}");
     assert_eq!(
