@@ -10,6 +10,7 @@
 #![allow(clippy::print_stdout)]
 
 mod args;
+mod console;
 mod open;
 mod stores;
 
@@ -27,14 +28,17 @@ use open::Access;
 use stores::Env;
 
 pub use args::{
-    CacheCommand, Cli, Command, HistoryArgs, IndexArgs, Lines, ServeArgs, StoreArgs, Tools,
-    WriteArgs,
+    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, ServeArgs, StoreArgs,
+    Tools, WriteArgs,
 };
 pub use open::open_server;
 pub use stores::STORES_SEPARATOR;
 
 /// Runs a subcommand for a person at a terminal.
 pub fn run_command(mut command: Command) -> anyhow::Result<()> {
+    if let Command::Console(args) = &command {
+        return console::run(args);
+    }
     let env = Env::of_process();
     if let Command::Cache {
         command: CacheCommand::Prune { index_dir },
@@ -67,6 +71,7 @@ fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
     let mut settings = Settings::default();
     let access = match command {
         Command::Serve(_) => bail!("`serve` is not a command for a terminal: see open_server"),
+        Command::Console(_) => bail!("`console` runs on its own: see cli::console"),
         Command::Cache { .. } => bail!("`cache` opens no store"),
         Command::List { .. }
         | Command::Read { .. }
@@ -94,7 +99,7 @@ fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
 fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
     match command {
         // Run without stores, in `run_command`.
-        Command::Serve(_) | Command::Cache { .. } => Ok(()),
+        Command::Serve(_) | Command::Console(_) | Command::Cache { .. } => Ok(()),
         Command::List {
             path, depth, json, ..
         } => list(memdir, path, *depth, *json),

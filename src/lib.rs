@@ -14,6 +14,8 @@
 //!   redaction and retention, reading versions back, export/import.
 //! - `mcp`: the only module that knows rmcp: tools, schemas, results.
 //! - `render`: text the CLI and the MCP tools show alike (a memory read).
+//! - `console`: the console for people in a browser (server-rendered pages, sessions,
+//!   CSRF), served by `memdir console` and beside `/mcp` by `memdir serve --http`.
 //! - `cli`: the command line.
 
 // The doors named in clippy.toml: each module that is one opts out with a reason.
@@ -24,6 +26,7 @@
 )]
 
 pub mod cli;
+pub mod console;
 pub mod edit;
 pub mod error;
 pub mod frontmatter;

@@ -173,6 +173,46 @@ pub struct ServeArgs {
     pub max_body_bytes: Option<usize>,
 }
 
+/// The options of `memdir console`: the server's stores and limits, and where to listen.
+#[derive(Clone, Debug, Args)]
+pub struct ConsoleArgs {
+    #[command(flatten)]
+    pub stores: StoreArgs,
+    /// A description of store NAME, shown on the console's front page.
+    #[arg(long = "describe", value_name = "NAME=TEXT")]
+    pub describe: Vec<String>,
+    #[command(flatten)]
+    pub limits: WriteArgs,
+    #[command(flatten)]
+    pub index: IndexArgs,
+    #[command(flatten)]
+    pub history: HistoryArgs,
+    /// Address and port to listen on (port 0: a free one). Keep it a loopback address:
+    /// the printed link is the only sign-in.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub listen: std::net::SocketAddr,
+}
+
+impl ConsoleArgs {
+    /// The same stores and limits as the server given these options.
+    pub(crate) fn serve_args(&self) -> ServeArgs {
+        ServeArgs {
+            stores: self.stores.clone(),
+            describe: self.describe.clone(),
+            tools: Tools::Default,
+            result_budget: 65_536,
+            limits: self.limits.clone(),
+            index: self.index.clone(),
+            history: self.history.clone(),
+            http: None,
+            tokens: None,
+            allow_hosts: Vec::new(),
+            allow_origins: Vec::new(),
+            max_body_bytes: None,
+        }
+    }
+}
+
 /// What a write may hold.
 #[derive(Clone, Debug, Args)]
 pub struct WriteArgs {
@@ -428,6 +468,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve the console (see and change the memories in a browser) on this machine:
+    /// prints a one-time sign-in link, opens nothing, runs until interrupted.
+    Console(ConsoleArgs),
     /// The search indexes kept outside the stores.
     Cache {
         #[command(subcommand)]
@@ -440,6 +483,7 @@ impl Command {
     pub(crate) fn stores_mut(&mut self) -> Option<&mut StoreArgs> {
         match self {
             Command::Serve(args) => Some(&mut args.stores),
+            Command::Console(args) => Some(&mut args.stores),
             Command::List { stores, .. }
             | Command::Read { stores, .. }
             | Command::History { stores, .. }
@@ -491,18 +535,23 @@ impl ServeArgs {
     /// The HTTP options, when `--http` was given.
     pub fn http_options(&self) -> Option<crate::mcp::HttpOptions> {
         let addr = self.http?;
-        let default_body = (1usize << 20).max(
-            usize::try_from(self.limits.max_file_bytes)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(8),
-        );
         Some(crate::mcp::HttpOptions {
             addr,
             tokens: self.tokens.clone(),
             allow_hosts: self.allow_hosts.clone(),
             allow_origins: self.allow_origins.clone(),
-            max_body_bytes: self.max_body_bytes.unwrap_or(default_body),
+            max_body_bytes: self.max_body_bytes.unwrap_or(self.default_body()),
         })
+    }
+
+    /// The largest request body without `--max-body-bytes`: 1 MiB, or 8 times
+    /// `--max-file-bytes` when that is larger.
+    pub(crate) fn default_body(&self) -> usize {
+        (1usize << 20).max(
+            usize::try_from(self.limits.max_file_bytes)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(8),
+        )
     }
 
     pub(crate) fn settings(&self, env: &Env) -> anyhow::Result<Settings> {

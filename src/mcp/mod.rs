@@ -23,7 +23,7 @@ mod server;
 mod subscribe;
 mod tools;
 mod toolset;
-mod transport;
+pub(crate) mod transport;
 
 pub use server::MemdirServer;
 pub use server::offered_tools;

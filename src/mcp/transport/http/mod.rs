@@ -6,7 +6,8 @@
 //! bounded body read (413 past the limit, 408 when it trickles in too slowly), and the
 //! JSON-RPC checks of the stdio transport (400 with a JSON-RPC error for a body that is
 //! not JSON, a batch, or not a message). Only then does rmcp see it. `GET /healthz`
-//! answers without authentication and says nothing about the stores.
+//! answers without authentication and says nothing about the stores. Every other path is
+//! the console for people (`crate::console`), behind the same gate and tokens.
 //!
 //! Stateless: every POST is served on its own, with no session, so several memdir
 //! processes can sit behind one load balancer. A request's library work runs on a blocking
@@ -18,9 +19,9 @@
 //! answered, then the listener closes and the process exits. SIGHUP re-reads the tokens
 //! file.
 
-mod gate;
+pub(crate) mod gate;
 mod streams;
-mod tokens;
+pub(crate) mod tokens;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -47,6 +48,7 @@ use self::tokens::TokenFile;
 use super::ServeError;
 use super::decode::decode;
 use super::scan::trim;
+use crate::console::{Console, SignIn};
 use crate::mcp::flow::FlowHandle;
 use crate::mcp::server::{MemdirServer, Transport};
 use crate::mcp::toolset::ToolSet;
@@ -124,10 +126,19 @@ pub async fn serve_http(
     let local = listener.local_addr()?;
 
     let flow = FlowHandle::detached();
-    let server =
-        MemdirServer::new(Arc::new(memdir), tools, flow.clone(), Transport::Http).actor_from(actor);
+    let memdir = Arc::new(memdir);
+    let console = Console::new(
+        Arc::clone(&memdir),
+        Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
+        match &tokens {
+            Some(tokens) => SignIn::Tokens(tokens.clone()),
+            None => SignIn::Closed,
+        },
+        options.max_body_bytes,
+    );
+    let server = MemdirServer::new(memdir, tools, flow.clone(), Transport::Http).actor_from(actor);
     server.start_upkeep();
-    let app = Arc::new(App::new(server, &options, local, tokens.clone()));
+    let app = Arc::new(App::new(server, &options, local, tokens.clone(), console));
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
         "listening on http://{local}/mcp{}",
@@ -255,6 +266,8 @@ fn reload_on_hangup(tokens: TokenFile) {
 
 struct App {
     mcp: StreamableHttpService<MemdirServer, NeverSessionManager>,
+    /// Everything but `/mcp` and `/healthz`: the console for people (`crate::console`).
+    console: Console,
     gate: Gate,
     tokens: Option<TokenFile>,
     max_body: usize,
@@ -277,6 +290,7 @@ impl App {
         options: &HttpOptions,
         local: SocketAddr,
         tokens: Option<TokenFile>,
+        console: Console,
     ) -> App {
         let config = StreamableHttpServerConfig::default()
             .with_legacy_session_mode(false)
@@ -292,6 +306,7 @@ impl App {
         );
         App {
             mcp,
+            console,
             gate: Gate::new(local.ip(), &options.allow_hosts, &options.allow_origins),
             tokens,
             max_body: options.max_body_bytes,
@@ -313,10 +328,7 @@ impl App {
             "/healthz" if self.draining.load(Ordering::Acquire) => shutting_down(),
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
-            _ => text(
-                StatusCode::NOT_FOUND,
-                "Not Found: memdir serves MCP at /mcp (and GET /healthz)",
-            ),
+            _ => self.console.handle(request).await,
         };
         tracing::info!(
             target: "memdir::access",

@@ -71,10 +71,15 @@ impl Tokens {
     /// The actor whose token `presented` is. Every entry is compared in constant time, so
     /// the time taken does not tell how much of a token matched or which entry did.
     pub fn actor(&self, presented: &[u8]) -> Option<&str> {
-        let wanted = digest(presented);
+        self.actor_of_digest(&digest(presented))
+    }
+
+    /// The actor whose token has the SHA-256 digest `wanted` (compared as in `actor`):
+    /// whether a token presented earlier is still in force.
+    pub fn actor_of_digest(&self, wanted: &[u8; 32]) -> Option<&str> {
         let mut found = None;
         for (name, d) in &self.entries {
-            if bool::from(d.ct_eq(&wanted)) {
+            if bool::from(d.ct_eq(wanted)) {
                 found = Some(name.as_str());
             }
         }

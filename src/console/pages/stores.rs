@@ -1,0 +1,50 @@
+//! The front page: every store with its description, whether it is read-only, and how
+//! many memories (and bytes) it holds, from the listing `memory_list` gives of `/`.
+
+use http::StatusCode;
+use maud::html;
+
+use super::View;
+use crate::console::layout::{self, folder_url};
+use crate::console::respond::Page;
+use crate::memory::{ListOrder, ListRequest};
+
+pub async fn page(view: View) -> Result<Page, Page> {
+    let listing = view
+        .run(|md| {
+            ListRequest {
+                path: Some("/"),
+                depth: Some(1),
+                limit: 10_000,
+                cursor: None,
+                older_than_days: None,
+                order: ListOrder::Path,
+            }
+            .run(md)
+        })
+        .await?;
+    let stores = view.memdir.stores();
+    let body = html! {
+        h1 { "Stores" }
+        table {
+            thead { tr { th { "Store" } th { "Description" } th { "Access" } th.num { "Memories" } th.num { "Size" } } }
+            tbody {
+                @for store in stores {
+                    @let path = format!("/{}/", store.name);
+                    @let entry = listing.entries.iter().find(|e| e.path == path);
+                    tr {
+                        td { a href=(folder_url(&path)) { (path) } }
+                        td { (store.description.as_deref().unwrap_or("")) }
+                        td { @if store.read_only { span.badge { "read-only" } } @else { "read-write" } }
+                        td.num { (entry.and_then(|e| e.file_count).unwrap_or(0)) }
+                        td.num { (layout::size(entry.map_or(0, |e| e.size_bytes))) }
+                    }
+                }
+            }
+        }
+    };
+    Ok(Page::html(
+        StatusCode::OK,
+        layout::frame("Stores", &view.session, body),
+    ))
+}

@@ -1,0 +1,1015 @@
+//! The console over HTTP through the real binary: `memdir console` (its one-time link)
+//! and the console of `memdir serve --http --tokens` (its sign-in form), with raw HTTP
+//! requests: the sign-in flow, the security headers, and every attack refused with
+//! nothing changed on disk.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::{BIN, Sandbox, StderrLog};
+use reqwest::{Client, Response, StatusCode};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const ALICE: &str = "alice-token-0123456789abcdef";
+/// The local user `memdir console` records as the actor.
+const LOCAL_USER: &str = "console-tester";
+
+/// A console server: `memdir console` or `memdir serve --http`.
+struct Served {
+    child: tokio::process::Child,
+    /// `http://127.0.0.1:PORT`
+    base: String,
+    /// `memdir console`'s printed link.
+    link: Option<String>,
+    log: StderrLog,
+}
+
+impl Served {
+    /// `memdir console --root STORE --listen 127.0.0.1:0 ARGS`; reads its link.
+    async fn console(store: &Path, args: &[&str]) -> Served {
+        let mut child = command()
+            .arg("console")
+            .arg("--root")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0", "--no-index"])
+            .args(args)
+            .spawn()
+            .expect("spawn memdir console");
+        let log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir console");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let link = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.next_line())
+            .await
+            .expect("the link within 20 s")
+            .unwrap()
+            .expect("a line on stdout");
+        assert!(link.starts_with("http://127.0.0.1:"), "{link}");
+        let base = link.split("/?token=").next().unwrap().to_string();
+        Served {
+            child,
+            base,
+            link: Some(link),
+            log,
+        }
+    }
+
+    /// `memdir serve --http 127.0.0.1:0 --tokens FILE --root STORE`.
+    async fn http(store: &Path, tokens: &Path) -> Served {
+        let mut child = command()
+            .arg("--root")
+            .arg(store)
+            .args(["serve", "--http", "127.0.0.1:0", "--no-index", "--tokens"])
+            .arg(tokens)
+            .spawn()
+            .expect("spawn memdir serve --http");
+        let mut log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir serve");
+        let line = log.wait_for("listening on http://").await;
+        let url = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap();
+        Served {
+            child,
+            base: url.trim_end_matches("/mcp").to_string(),
+            link: None,
+            log,
+        }
+    }
+
+    fn host(&self) -> &str {
+        self.base.trim_start_matches("http://")
+    }
+
+    fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        client().get(format!("{}{path}", self.base))
+    }
+
+    /// A form POST from the console's own origin.
+    fn post(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::RequestBuilder {
+        client()
+            .post(format!("{}{path}", self.base))
+            .header("Origin", &self.base)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(form(fields))
+    }
+
+    /// Signs in by the printed link; gives the `Cookie` header value.
+    async fn sign_in_by_link(&self) -> String {
+        let r = client()
+            .get(self.link.as_deref().unwrap())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::SEE_OTHER);
+        session_cookie(&r)
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+fn command() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.env("RUST_LOG", "memdir=info")
+        .env("USER", LOCAL_USER)
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    cmd
+}
+
+fn client() -> Client {
+    Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    let mut s = form_urlencoded::Serializer::new(String::new());
+    for (k, v) in fields {
+        s.append_pair(k, v);
+    }
+    s.finish()
+}
+
+/// `memdir_console=ID` from a response's `Set-Cookie`.
+fn session_cookie(r: &Response) -> String {
+    let set = r
+        .headers()
+        .get("set-cookie")
+        .expect("a Set-Cookie header")
+        .to_str()
+        .unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+/// The value of the first `name="csrf" value="…"` of a page.
+fn csrf_of(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a CSRF field") + 19;
+    page[at..at + 64].to_string()
+}
+
+/// Every file of the store and its history log, with its bytes.
+fn snapshot(store: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<_> = walkdir::WalkDir::new(store)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| {
+            let rel = e.path().strip_prefix(store).unwrap();
+            !rel.starts_with(".memdir") || rel.ends_with("log.jsonl")
+        })
+        .map(|e| (e.path().to_owned(), std::fs::read(e.path()).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The security headers every console response carries.
+fn assert_hardened(r: &Response, what: &str) {
+    let h = r.headers();
+    assert_eq!(
+        h.get("content-security-policy")
+            .and_then(|v| v.to_str().ok()),
+        Some(
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
+        "{what}"
+    );
+    assert_eq!(
+        h.get("x-content-type-options").map(|v| v.as_bytes()),
+        Some(&b"nosniff"[..]),
+        "{what}"
+    );
+    assert_eq!(
+        h.get("referrer-policy").map(|v| v.as_bytes()),
+        Some(&b"no-referrer"[..]),
+        "{what}"
+    );
+}
+
+fn store_with_a_memory(sandbox: &Sandbox) -> PathBuf {
+    let store = sandbox.store();
+    std::fs::write(store.join("note.md"), "# Note\n\nfirst version\n").unwrap();
+    store
+}
+
+#[tokio::test]
+async fn the_link_signs_in_once_and_leaves_no_token_behind() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let link = served.link.clone().unwrap();
+    let token = link.split("token=").nth(1).unwrap().to_string();
+    assert_eq!(token.len(), 64);
+
+    // Without a session: the sign-in page, which names no token.
+    let r = served.get("/").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert_hardened(&r, "sign-in page");
+
+    let r = client().get(&link).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/");
+    assert_hardened(&r, "sign-in redirect");
+    let set = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    for part in ["HttpOnly", "SameSite=Strict", "Max-Age=", "Path=/"] {
+        assert!(set.contains(part), "{set} lacks {part}");
+    }
+    assert!(!set.contains("Secure"), "plain HTTP: {set}");
+    assert!(!set.contains(&token), "the cookie is not the token");
+    let cookie = session_cookie(&r);
+
+    for path in [
+        "/",
+        "/folder?path=%2Fmemories%2F",
+        "/memory?path=%2Fmemories%2Fnote.md",
+        "/search?q=version",
+        "/edit?path=%2Fmemories%2Fnote.md",
+    ] {
+        let r = served
+            .get(path)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_hardened(&r, path);
+        let page = r.text().await.unwrap();
+        assert!(!page.contains(&token), "{path} shows the token");
+        assert!(page.contains("note.md") || path == "/", "{path}: {page}");
+    }
+    let css = served.get("/console.css").send().await.unwrap();
+    assert_eq!(css.status(), StatusCode::OK);
+    assert_hardened(&css, "style sheet");
+    assert!(
+        css.text()
+            .await
+            .unwrap()
+            .contains("prefers-color-scheme: dark")
+    );
+
+    // Spent: the same link signs nobody in again.
+    let r = client().get(&link).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get("set-cookie").is_none());
+    // A signed-in browser opening it again is only sent to a URL without it.
+    let r = client()
+        .get(&link)
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(r.headers().get("set-cookie").is_none());
+
+    // Signing out ends the session.
+    let page = served
+        .get("/")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_of(&page);
+    let r = served
+        .post("/signout", &[("csrf", &csrf)])
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(
+        r.headers()["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Max-Age=0")
+    );
+    let r = served
+        .get("/")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(
+        !served.log.text().contains(&token),
+        "the log holds the token"
+    );
+}
+
+#[tokio::test]
+async fn attacks_are_refused_and_change_nothing() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &["--max-file-bytes", "1000"]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = served
+        .get("/edit?path=%2Fmemories%2Fnote.md")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    let before = snapshot(&store);
+    let edit = |csrf: &str| {
+        vec![
+            ("csrf".to_string(), csrf.to_string()),
+            ("path".into(), "/memories/note.md".into()),
+            ("sha256".into(), sha.clone()),
+            ("content".into(), "changed by an attacker\n".into()),
+        ]
+    };
+    let fields = |v: &[(String, String)]| {
+        form(
+            &v.iter()
+                .map(|(a, b)| (a.as_str(), b.as_str()))
+                .collect::<Vec<_>>(),
+        )
+    };
+    let good = fields(&edit(&csrf));
+    let other_port = format!(
+        "http://127.0.0.1:{}",
+        1 + served
+            .base
+            .rsplit(':')
+            .next()
+            .unwrap()
+            .parse::<u16>()
+            .unwrap()
+            % 60000
+    );
+    let link = served.link.clone().unwrap();
+    let huge = format!("{good}&pad={}", "x".repeat(9 * 1024 * 1024));
+
+    // (what, method, url, headers, body, expected status)
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        String,
+        Vec<(&'a str, String)>,
+        String,
+        u16,
+    );
+    let post_url = format!("{}/edit", served.base);
+    let form_type = (
+        "Content-Type",
+        "application/x-www-form-urlencoded".to_string(),
+    );
+    let origin = ("Origin", served.base.clone());
+    let with_cookie = ("Cookie", cookie.clone());
+    let cases: Vec<Case> = vec![
+        (
+            "no session",
+            "POST",
+            post_url.clone(),
+            vec![form_type.clone(), origin.clone()],
+            good.clone(),
+            401,
+        ),
+        (
+            "invalid session",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                origin.clone(),
+                ("Cookie", format!("memdir_console={}", "0".repeat(64))),
+            ],
+            good.clone(),
+            401,
+        ),
+        (
+            "cross-origin POST",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                ("Origin", "http://evil.example".into()),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "another local origin",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                ("Origin", other_port),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "Origin null without fetch metadata",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                ("Origin", "null".into()),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "Origin null from another site",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                ("Origin", "null".into()),
+                ("Sec-Fetch-Site", "cross-site".into()),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "own Origin, but a same-site fetch",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                origin.clone(),
+                ("Sec-Fetch-Site", "same-site".into()),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "no Origin",
+            "POST",
+            post_url.clone(),
+            vec![form_type.clone(), with_cookie.clone()],
+            good.clone(),
+            403,
+        ),
+        (
+            "missing CSRF",
+            "POST",
+            post_url.clone(),
+            vec![form_type.clone(), with_cookie.clone(), origin.clone()],
+            fields(&edit(""))[5..].to_string(),
+            403,
+        ),
+        (
+            "wrong CSRF",
+            "POST",
+            post_url.clone(),
+            vec![form_type.clone(), with_cookie.clone(), origin.clone()],
+            fields(&edit(&"0".repeat(64))),
+            403,
+        ),
+        (
+            "foreign Host",
+            "POST",
+            post_url.clone(),
+            vec![
+                form_type.clone(),
+                with_cookie.clone(),
+                ("Origin", "http://evil.example".into()),
+                ("Host", "evil.example".into()),
+            ],
+            good.clone(),
+            403,
+        ),
+        (
+            "foreign Host, GET",
+            "GET",
+            format!("{}/", served.base),
+            vec![with_cookie.clone(), ("Host", "evil.example".into())],
+            String::new(),
+            403,
+        ),
+        (
+            "oversized body",
+            "POST",
+            post_url.clone(),
+            vec![form_type.clone(), with_cookie.clone(), origin.clone()],
+            huge,
+            413,
+        ),
+        (
+            "spent link, no cookie",
+            "GET",
+            link.clone(),
+            vec![],
+            String::new(),
+            401,
+        ),
+        (
+            "token as a query elsewhere",
+            "GET",
+            format!(
+                "{}/folder?path=%2Fmemories%2F&token={}",
+                served.base,
+                link.split("token=").nth(1).unwrap()
+            ),
+            vec![],
+            String::new(),
+            401,
+        ),
+        (
+            "sign-in form on a link console",
+            "POST",
+            format!("{}/signin", served.base),
+            vec![form_type.clone(), origin.clone()],
+            form(&[("token", link.split("token=").nth(1).unwrap())]),
+            401,
+        ),
+    ];
+    for (what, method, url, headers, body, status) in cases {
+        let mut req = match method {
+            "GET" => client().get(&url),
+            _ => client().post(&url).body(body),
+        };
+        for (k, v) in &headers {
+            req = req.header(*k, v);
+        }
+        let r = match req.send().await {
+            Ok(r) => r,
+            // Refused while it was still being sent: the server answered and closed.
+            Err(e) if status == 413 => {
+                assert!(e.is_request() || e.is_body(), "{what}: {e:?}");
+                assert_eq!(snapshot(&store), before, "{what} changed the store");
+                continue;
+            }
+            Err(e) => panic!("{what}: {e:?}"),
+        };
+        assert_eq!(r.status().as_u16(), status, "{what}");
+        assert_hardened(&r, what);
+        assert!(r.headers().get("set-cookie").is_none(), "{what}");
+        assert_eq!(snapshot(&store), before, "{what} changed the store");
+    }
+    assert!(
+        !served.log.text().contains(&csrf),
+        "the log holds the CSRF token"
+    );
+
+    // The same edit, done right, goes through as the local user.
+    let r = client()
+        .post(&post_url)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("Origin", &served.base)
+        .header("Cookie", &cookie)
+        .body(good)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        "changed by an attacker\n"
+    );
+    let log = std::fs::read_to_string(store.join(".memdir/history/log.jsonl")).unwrap();
+    assert!(
+        log.contains(&format!("\"actor\":\"{LOCAL_USER}\"")),
+        "{log}"
+    );
+}
+
+#[tokio::test]
+async fn editing_with_a_stale_sha256_shows_the_conflict_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = served
+        .get("/edit?path=%2Fmemories%2Fnote.md")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_of(&page);
+    let old_sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    // Someone else changes it meanwhile.
+    std::fs::write(store.join("note.md"), "# Note\n\ntheir version\n").unwrap();
+    let before = snapshot(&store);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &old_sha),
+                ("content", "# Note\r\n\r\nmy version\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("− their version"), "{page}");
+    assert!(page.contains("+ my version"), "{page}");
+    assert_eq!(snapshot(&store), before);
+    // The conflict page's form carries their sha256: saving it replaces theirs.
+    let their_sha = common::sha256_hex(b"# Note\n\ntheir version\n");
+    assert!(page.contains(&their_sha));
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &their_sha),
+                ("content", "# Note\r\n\r\nmy version\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        "# Note\n\nmy version\n"
+    );
+}
+
+#[tokio::test]
+async fn create_and_delete_with_a_reason_and_read_only_refuses() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let ro = sandbox.outside();
+    std::fs::create_dir_all(&ro).unwrap();
+    std::fs::write(ro.join("fixed.md"), "fixed\n").unwrap();
+    let ro_spec = format!("ro={}:ro", ro.display());
+    let served = Served::console(&store, &["--store", &ro_spec]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = served
+        .get("/")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("read-only"), "{page}");
+    let csrf = csrf_of(&page);
+
+    let r = served
+        .post(
+            "/new",
+            &[
+                ("csrf", &csrf),
+                ("folder", "/memories/"),
+                ("name", "ideas/new.md"),
+                ("content", "a new idea\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("ideas/new.md")).unwrap(),
+        "a new idea\n"
+    );
+    // Create-only: an existing memory is not replaced.
+    let r = served
+        .post(
+            "/new",
+            &[
+                ("csrf", &csrf),
+                ("folder", "/memories/"),
+                ("name", "note.md"),
+                ("content", "clobbered"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert!(
+        std::fs::read_to_string(store.join("note.md"))
+            .unwrap()
+            .contains("first version")
+    );
+
+    // Delete needs a reason, and keeps it.
+    let sha = common::sha256_hex(b"a new idea\n");
+    let r = served
+        .post(
+            "/delete",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/ideas/new.md"),
+                ("sha256", &sha),
+                ("reason", " "),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(store.join("ideas/new.md").exists());
+    let r = served
+        .post(
+            "/delete",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/ideas/new.md"),
+                ("sha256", &sha),
+                ("reason", "superseded by note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(!store.join("ideas/new.md").exists());
+    let log = std::fs::read_to_string(store.join(".memdir/history/log.jsonl")).unwrap();
+    assert!(log.contains("superseded by note.md"), "{log}");
+
+    // A read-only store refuses every change.
+    let before = snapshot(&ro);
+    let fixed_sha = common::sha256_hex(b"fixed\n");
+    for (path, fields) in [
+        (
+            "/edit",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("sha256", fixed_sha.as_str()),
+                ("content", "x"),
+            ],
+        ),
+        (
+            "/new",
+            vec![("folder", "/ro/"), ("name", "n.md"), ("content", "x")],
+        ),
+        (
+            "/delete",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("sha256", fixed_sha.as_str()),
+                ("reason", "x"),
+            ],
+        ),
+    ] {
+        let mut all = vec![("csrf", csrf.as_str())];
+        all.extend(fields);
+        let r = served
+            .post(path, &all)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{path}");
+        assert_eq!(snapshot(&ro), before, "{path}");
+    }
+    let page = served
+        .get("/memory?path=%2Fro%2Ffixed.md")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!page.contains("/edit?"), "{page}");
+}
+
+#[tokio::test]
+async fn serve_http_signs_in_by_form_beside_mcp() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let tokens = sandbox.outside().with_extension("tokens");
+    std::fs::write(&tokens, format!("alice {ALICE}\n")).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let served = Served::http(&store, &tokens).await;
+    let before = snapshot(&store);
+
+    // A token in a URL is never a sign-in.
+    let r = served
+        .get(&format!("/?token={ALICE}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get("set-cookie").is_none());
+    assert!(r.text().await.unwrap().contains("never taken from a URL"));
+    // A wrong token, or a form from another site, signs nobody in.
+    let r = served
+        .post("/signin", &[("token", "not-a-token-0123456789")])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get("set-cookie").is_none());
+    let r = client()
+        .post(format!("{}/signin", served.base))
+        .header("Origin", "http://evil.example")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(form(&[("token", ALICE)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert!(r.headers().get("set-cookie").is_none());
+    let r = client()
+        .post(format!("{}/signin", served.base))
+        .header(
+            "Host",
+            format!("evil.example:{}", served.host().rsplit(':').next().unwrap()),
+        )
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(form(&[("token", ALICE)]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+
+    // The form, behind a TLS proxy: a Secure cookie, and a redirect without the token.
+    let r = served
+        .post("/signin", &[("token", ALICE)])
+        .header("X-Forwarded-Proto", "https")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/");
+    let set = r.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(
+        set.contains("; Secure") && set.contains("HttpOnly"),
+        "{set}"
+    );
+    let cookie = session_cookie(&r);
+    let page = served
+        .get("/")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("signed in as alice"), "{page}");
+    assert!(!page.contains(ALICE));
+    assert_eq!(snapshot(&store), before);
+
+    // A change is a version by the token's name.
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &sha),
+                ("content", "by alice\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let log = std::fs::read_to_string(store.join(".memdir/history/log.jsonl")).unwrap();
+    assert!(log.contains("\"actor\":\"alice\""), "{log}");
+
+    // /mcp and /healthz are as they were; an unknown path is 404 with the headers.
+    let r = served.get("/healthz").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    let r = served.get("/etc/passwd").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert_hardened(&r, "404");
+    assert!(
+        !served.log.text().contains(ALICE),
+        "the log holds the token"
+    );
+
+    // Revoking the token (the file re-read on SIGHUP) ends its sessions.
+    #[cfg(unix)]
+    {
+        let mut served = served;
+        std::fs::write(&tokens, "bob bob-token-0123456789abcdef01\n").unwrap();
+        rustix::process::kill_process(
+            rustix::process::Pid::from_raw(served.child.id().unwrap() as i32).unwrap(),
+            rustix::process::Signal::HUP,
+        )
+        .unwrap();
+        served.log.wait_for("tokens re-read").await;
+        let r = served
+            .get("/")
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+        assert!(
+            r.headers()["set-cookie"]
+                .to_str()
+                .unwrap()
+                .contains("Max-Age=0")
+        );
+        assert!(
+            r.text()
+                .await
+                .unwrap()
+                .contains("no longer in the server's tokens file")
+        );
+    }
+}
+
+#[tokio::test]
+async fn console_on_a_fresh_machine_lists_the_default_store() {
+    let sandbox = Sandbox::new();
+    let home = sandbox.tmp.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let mut child = command()
+        .arg("console")
+        .env_remove("MEMDIR_ROOT")
+        .env_remove("MEMDIR_STORES")
+        .env("HOME", &home)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .spawn()
+        .expect("spawn memdir console");
+    let _log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir console");
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let link = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.next_line())
+        .await
+        .expect("the link within 20 s")
+        .unwrap()
+        .expect("a line on stdout");
+    assert!(link.starts_with("http://127.0.0.1:"), "{link}");
+    let base = link.split("/?token=").next().unwrap().to_string();
+    let r = client().get(&link).send().await.unwrap();
+    let cookie = session_cookie(&r);
+    let page = client()
+        .get(format!("{base}/"))
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains(">/memories/<"), "{page}");
+    assert!(home.join(".local/share/memdir/memories").is_dir());
+    let _ = child.start_kill();
+}
+
+#[tokio::test]
+async fn serve_http_without_tokens_keeps_the_console_closed() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let mut child = command()
+        .arg("--root")
+        .arg(&store)
+        .args(["serve", "--http", "127.0.0.1:0", "--no-index"])
+        .spawn()
+        .expect("spawn memdir serve --http");
+    let mut log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir serve");
+    let line = log.wait_for("listening on http://").await;
+    let base = line
+        .split("listening on ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .trim_end_matches("/mcp")
+        .to_string();
+    for path in ["/", "/memory?path=%2Fmemories%2Fnote.md", "/signin"] {
+        let r = client().get(format!("{base}{path}")).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::FORBIDDEN, "{path}");
+        assert_hardened(&r, path);
+        assert!(r.text().await.unwrap().contains("--tokens"), "{path}");
+    }
+    let _ = child.start_kill();
+}

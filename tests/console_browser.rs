@@ -1,0 +1,472 @@
+//! The console in a real headless Chromium, driven over WebDriver (Debian's `chromium`
+//! and `chromium-driver`; chromedriver is started here on a free port, no browser is
+//! ever downloaded). Built only with `--features external-tests` (Cargo.toml), which
+//! `.ci/run` turns on after installing both packages: on a machine without them the
+//! target is not built rather than skipped in silence.
+//!
+//! What a person does (sign in by the link, browse, open, search, edit, a conflicting
+//! edit that changes nothing), and a corpus of XSS payloads in contents, frontmatter,
+//! file and folder names and search queries: each tries to set `window.__pwned` or the
+//! title, and every page showing them must leave both alone, hold no active element,
+//! and show the payload as text.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{BIN, Sandbox, StderrLog};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const CHROMIUM: &str = "/usr/bin/chromium";
+/// How long chromedriver and pages may take on a busy machine.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Payloads that would run script if a value reached the page unescaped (or a link or
+/// raw HTML survived the Markdown renderer).
+const PAYLOADS: &[&str] = &[
+    "<script>window.__pwned=1</script>",
+    "<img src=x onerror=\"window.__pwned=1\">",
+    "'\"><svg onload=window.__pwned=1>",
+    "<iframe srcdoc=\"<script>parent.__pwned=1</script>\"></iframe>",
+    "</textarea><script>document.title='pwned'</script>",
+    "</title><script>document.title='pwned'</script>",
+];
+
+/// Payloads for file and folder names (a name holds no `/` and no `:`).
+const NAME_PAYLOADS: &[&str] = &[
+    "<img src=x onerror=\"window.__pwned=1\">",
+    "'\"><svg onload=window.__pwned=1>",
+    "<script>window.__pwned=1<",
+];
+
+/// Links that would run script if their target survived.
+const LINK_PAYLOADS: &[&str] = &[
+    "[click me](javascript:window.__pwned=1)",
+    "[click me](JaVaScRiPt:window.__pwned=1)",
+    "[click me](data:text/html,<script>window.__pwned=1</script>)",
+    "![pic](javascript:window.__pwned=1)",
+];
+
+/// chromedriver on a free port, and the WebDriver session of a fresh headless Chromium.
+struct Browser {
+    driver: std::process::Child,
+    client: Client,
+    _profile: tempfile::TempDir,
+}
+
+impl Browser {
+    async fn start() -> Browser {
+        assert!(
+            Path::new(CHROMEDRIVER).exists() && Path::new(CHROMIUM).exists(),
+            "the browser tests need Debian's chromium and chromium-driver: apt-get install -y chromium chromium-driver"
+        );
+        let port = free_port();
+        let driver = std::process::Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start chromedriver");
+        let url = format!("http://127.0.0.1:{port}");
+        let started = Instant::now();
+        loop {
+            if let Ok(r) = reqwest::get(format!("{url}/status")).await
+                && r.status().is_success()
+            {
+                break;
+            }
+            assert!(started.elapsed() < DEADLINE, "chromedriver did not answer");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let profile = tempfile::tempdir().unwrap();
+        let mut caps = serde_json::Map::new();
+        caps.insert(
+            "goog:chromeOptions".into(),
+            json!({
+                "binary": CHROMIUM,
+                "args": [
+                    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                    "--no-first-run", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync",
+                    format!("--user-data-dir={}", profile.path().display()),
+                ],
+            }),
+        );
+        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+        let client = ClientBuilder::new(connector)
+            .capabilities(caps)
+            .connect(&url)
+            .await
+            .expect("a WebDriver session");
+        Browser {
+            driver,
+            client,
+            _profile: profile,
+        }
+    }
+
+    /// Runs `script` in the page (WebDriver's own channel, not subject to the page's
+    /// Content-Security-Policy).
+    async fn eval(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.expect(script)
+    }
+
+    /// The element `locator` finds, waiting (at most `DEADLINE`) for a page being
+    /// loaded to show it.
+    async fn find(&self, locator: Locator<'_>) -> fantoccini::elements::Element {
+        self.client
+            .wait()
+            .at_most(DEADLINE)
+            .for_element(locator)
+            .await
+            .unwrap_or_else(|e| panic!("{locator:?}: {e}"))
+    }
+
+    /// Clicks what `locator` finds.
+    async fn click(&self, locator: Locator<'_>) {
+        self.find(locator).await.click().await.unwrap();
+    }
+
+    /// The page's text once it holds `needle` (at most `DEADLINE`: a click's navigation
+    /// may still be under way).
+    async fn wait_for_text(&self, needle: &str) -> String {
+        let started = Instant::now();
+        loop {
+            let text = match self.client.find(Locator::Css("body")).await {
+                Ok(body) => body.text().await.unwrap_or_default(),
+                Err(_) => String::new(),
+            };
+            if text.contains(needle) {
+                return text;
+            }
+            assert!(
+                started.elapsed() < DEADLINE,
+                "the page never showed {needle:?}: {text}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The page's visible text.
+    async fn text(&self) -> String {
+        self.client
+            .find(Locator::Css("body"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
+    /// Asserts that nothing a payload could do happened on the current page.
+    async fn assert_inert(&self, what: &str) {
+        let pwned = self.eval("return window.__pwned === undefined").await;
+        assert_eq!(pwned, json!(true), "{what}: window.__pwned was set");
+        let title = self.eval("return document.title").await;
+        assert!(
+            title.as_str().is_some_and(|t| t.ends_with("· memdir")),
+            "{what}: title is {title}"
+        );
+        let active = self
+            .eval(
+                "return document.querySelectorAll('script, iframe, object, embed, svg, img, \
+                 [onerror], [onload], [onclick], [onmouseover], [srcdoc], \
+                 a[href^=\"javascript\" i], a[href^=\"data\" i]').length",
+            )
+            .await;
+        assert_eq!(active, json!(0), "{what}: an active element is on the page");
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+/// `memdir console` on a free loopback port, and its link.
+struct Console {
+    child: tokio::process::Child,
+    link: String,
+    base: String,
+    _log: StderrLog,
+}
+
+impl Console {
+    async fn start(store: &Path) -> Console {
+        let mut child = tokio::process::Command::new(BIN)
+            .arg("console")
+            .arg("--root")
+            .arg(store)
+            .args(["--listen", "127.0.0.1:0", "--no-index"])
+            .env("RUST_LOG", "memdir=info")
+            .env("USER", "browser-tester")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn memdir console");
+        let log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir console");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let link = tokio::time::timeout(DEADLINE, stdout.next_line())
+            .await
+            .expect("the link in time")
+            .unwrap()
+            .expect("a line on stdout");
+        let base = link.split("/?token=").next().unwrap().to_string();
+        Console {
+            child,
+            link,
+            base,
+            _log: log,
+        }
+    }
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// A store holding the XSS corpus: payloads in contents, frontmatter, file names and a
+/// folder name. Gives the memory paths written.
+fn hostile_store(store: &Path) -> Vec<String> {
+    let mut paths = Vec::new();
+    for (i, p) in PAYLOADS.iter().enumerate() {
+        let yaml = p.replace('\\', "\\\\").replace('"', "\\\"");
+        let content = format!(
+            "---\nname: \"{yaml}\"\ndescription: \"{yaml}\"\ntype: \"{yaml}\"\n---\n# Payload {i}\n\n{p}\n\ninline {p} text\n"
+        );
+        let file = format!("payload-{i}.md");
+        std::fs::write(store.join(&file), &content).unwrap();
+        paths.push(format!("/memories/{file}"));
+    }
+    for (i, p) in NAME_PAYLOADS.iter().enumerate() {
+        let file = format!("{p}.md");
+        std::fs::write(store.join(&file), format!("named {i}\n")).unwrap();
+        paths.push(format!("/memories/{file}"));
+        let dir = store.join(p);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("inside.md"), format!("inside {i}\n")).unwrap();
+        paths.push(format!("/memories/{p}/inside.md"));
+    }
+    let links = LINK_PAYLOADS.join("\n\n");
+    std::fs::write(store.join("links.md"), format!("# Links\n\n{links}\n")).unwrap();
+    paths.push("/memories/links.md".into());
+    paths
+}
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[tokio::test]
+async fn a_person_signs_in_browses_searches_and_edits() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::create_dir_all(store.join("projects")).unwrap();
+    std::fs::write(
+        store.join("projects/alpha.md"),
+        "---\nname: Alpha\ndescription: The alpha project\ntype: project\n---\n# Alpha\n\nDeadline is **Friday**.\n",
+    )
+    .unwrap();
+    let console = Console::start(&store).await;
+    let b = Browser::start().await;
+
+    // Sign in by the link: the browser ends on a URL without the token.
+    b.client.goto(&console.link).await.unwrap();
+    let url = b.client.current_url().await.unwrap();
+    assert_eq!(url.as_str(), format!("{}/", console.base));
+    assert_eq!(b.client.title().await.unwrap(), "Stores · memdir");
+    assert!(b.text().await.contains("signed in as browser-tester"));
+    // The cookie is invisible to scripts (HttpOnly).
+    assert_eq!(b.eval("return document.cookie").await, json!(""));
+
+    // Browse: store → folder → memory.
+    b.click(Locator::LinkText("/memories/")).await;
+    b.click(Locator::LinkText("projects/")).await;
+    b.wait_for_text("The alpha project").await;
+    b.click(Locator::LinkText("alpha.md")).await;
+    let strong = b.find(Locator::Css(".rendered strong")).await;
+    assert_eq!(strong.text().await.unwrap(), "Friday");
+    assert!(
+        b.text().await.contains("Deadline is **Friday**."),
+        "raw text"
+    );
+
+    // Search from the header.
+    let q = b.find(Locator::Id("q")).await;
+    q.send_keys("deadline").await.unwrap();
+    q.send_keys("\u{E007}").await.unwrap(); // Enter
+    let hit = b.find(Locator::Css("ol.hits a")).await;
+    assert_eq!(hit.text().await.unwrap(), "/memories/projects/alpha.md");
+    hit.click().await.unwrap();
+
+    // Edit and save.
+    b.click(Locator::LinkText("Edit")).await;
+    let area = b.find(Locator::Id("content")).await;
+    area.clear().await.unwrap();
+    area.send_keys("# Alpha\n\nDeadline moved to Monday.\n")
+        .await
+        .unwrap();
+    b.click(Locator::Css("form[action='/edit'] button[type=submit]"))
+        .await;
+    // The memory page (only it has `.rendered`) comes after the write: the redirect.
+    b.find(Locator::Css(".rendered")).await;
+    b.wait_for_text("Deadline moved to Monday.").await;
+    assert_eq!(
+        read(store.join("projects/alpha.md")),
+        "# Alpha\n\nDeadline moved to Monday.\n"
+    );
+
+    // A conflicting edit: someone writes while the form is open; saving shows both
+    // sides and writes nothing.
+    b.click(Locator::LinkText("Edit")).await;
+    let area = b.find(Locator::Id("content")).await;
+    std::fs::write(store.join("projects/alpha.md"), "# Alpha\n\nTheirs.\n").unwrap();
+    area.clear().await.unwrap();
+    area.send_keys("# Alpha\n\nMine.\n").await.unwrap();
+    b.click(Locator::Css("form[action='/edit'] button[type=submit]"))
+        .await;
+    let text = b.wait_for_text("changed meanwhile").await;
+    assert!(text.contains("− Theirs."), "{text}");
+    assert!(text.contains("+ Mine."), "{text}");
+    assert_eq!(
+        read(store.join("projects/alpha.md")),
+        "# Alpha\n\nTheirs.\n"
+    );
+
+    b.client.clone().close().await.unwrap();
+}
+
+#[tokio::test]
+async fn xss_payloads_never_run_and_show_as_text() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    let paths = hostile_store(&store);
+    let console = Console::start(&store).await;
+    let b = Browser::start().await;
+    b.client.goto(&console.link).await.unwrap();
+    b.assert_inert("stores").await;
+
+    // The folder listing shows every hostile file and folder name and frontmatter.
+    b.client
+        .goto(&format!(
+            "{}/folder?path={}",
+            console.base,
+            enc("/memories/")
+        ))
+        .await
+        .unwrap();
+    b.assert_inert("folder").await;
+    let text = b.text().await;
+    for p in NAME_PAYLOADS {
+        assert!(text.contains(&format!("{p}.md")), "file name {p:?} as text");
+        assert!(text.contains(&format!("{p}/")), "folder name {p:?} as text");
+    }
+
+    for path in &paths {
+        let folder = &path[..path.rfind('/').unwrap() + 1];
+        for (page, shown) in [
+            (format!("/memory?path={}", enc(path)), path.as_str()),
+            (format!("/edit?path={}", enc(path)), path.as_str()),
+            (format!("/delete?path={}", enc(path)), path.as_str()),
+            (format!("/folder?path={}", enc(folder)), folder),
+        ] {
+            b.client
+                .goto(&format!("{}{page}", console.base))
+                .await
+                .unwrap();
+            b.assert_inert(&page).await;
+            assert!(b.text().await.contains(shown), "{page}: {shown:?} as text");
+        }
+    }
+    // Memory pages show the payload as text, rendered and raw.
+    for (i, p) in PAYLOADS.iter().enumerate() {
+        let path = format!("/memories/payload-{i}.md");
+        b.client
+            .goto(&format!("{}/memory?path={}", console.base, enc(&path)))
+            .await
+            .unwrap();
+        let rendered = b
+            .client
+            .find(Locator::Css(".rendered"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(rendered.contains(&format!("Payload {i}")), "{rendered}");
+        assert!(
+            rendered.contains(p),
+            "payload {i} rendered as text: {rendered}"
+        );
+        let fields = b
+            .client
+            .find(Locator::Css("dl.fields"))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(fields.contains(p), "frontmatter {i} as text: {fields}");
+    }
+    // Links with script targets keep their text and lose their target.
+    b.client
+        .goto(&format!(
+            "{}/memory?path={}",
+            console.base,
+            enc("/memories/links.md")
+        ))
+        .await
+        .unwrap();
+    b.assert_inert("links").await;
+    let links = b
+        .eval("return document.querySelectorAll('.rendered a').length")
+        .await;
+    assert_eq!(links, json!(0));
+
+    // Search queries echo back as text, in the form and the results.
+    for p in PAYLOADS {
+        b.client
+            .goto(&format!("{}/search?q={}", console.base, enc(p)))
+            .await
+            .unwrap();
+        b.assert_inert(&format!("search {p:?}")).await;
+        let value = b
+            .client
+            .find(Locator::Id("sq"))
+            .await
+            .unwrap()
+            .prop("value")
+            .await
+            .unwrap();
+        assert_eq!(
+            value.as_deref(),
+            Some(*p),
+            "the query field holds the query"
+        );
+    }
+    b.client.clone().close().await.unwrap();
+}
