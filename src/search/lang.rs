@@ -179,6 +179,15 @@ pub struct Forms {
     pub latin: Lang,
 }
 
+impl Default for Forms {
+    /// English for Latin script, as a text with no stopword gets.
+    fn default() -> Forms {
+        Forms {
+            latin: Lang::English,
+        }
+    }
+}
+
 impl Forms {
     /// Guesses the Latin-script language of `words` (lowercased tokens): the language
     /// whose stopwords occur most among them, English on a tie or with none.
@@ -237,6 +246,12 @@ impl Forms {
             || (Forms::may_stem_to(word, stem)
                 && !self.is_stopword(word)
                 && self.stem(word).is_some_and(|s| s == stem))
+    }
+
+    /// Whether a word's stem and stopwords depend on its text's guessed language (Latin
+    /// script); words of other scripts are stemmed by their script alone.
+    pub fn depends_on_text(word: &str) -> bool {
+        matches!(script(word), Some(None))
     }
 
     /// The language `word` is stemmed in, if any.

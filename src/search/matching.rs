@@ -101,8 +101,20 @@ impl<'t> Pass<'t> {
         // A query of CJK words alone is matched on the runs: no tokens needed.
         let tokens = need == Need::Length || clauses.iter().any(|c| !matches!(c, Clause::Run(_)));
         // A document's words are stemmed as the index stems them: in its guessed language.
+        // Only a Latin-script word needs the document's guessed language (one more pass of
+        // the tokenizer); the others are stemmed by their script.
+        let latin = clauses
+            .iter()
+            .any(|c| matches!(c, Clause::Word { stem, .. } if Forms::depends_on_text(stem)));
         let stemmed = clauses.iter().any(|c| matches!(c, Clause::Word { .. }));
-        let doc_forms = stemmed.then(|| Forms::of_text(text));
+        let doc_forms = if latin {
+            Some(Forms::of_text(text))
+        } else {
+            stemmed.then(Forms::default)
+        };
+        // Whether a token is a form of a clause's stem, by token and clause: tokens repeat,
+        // and stemming one costs more than looking it up.
+        let mut memo: HashMap<(String, usize), bool> = HashMap::new();
         let (tf, forms, hits) = (&mut self.doc.tf, &mut self.doc.forms, &mut self.hits);
         // A newline ends every token (it is neither a word nor a CJK character), so line
         // by line the tokenizer gives the document's tokens, positions counted on.
@@ -120,7 +132,13 @@ impl<'t> Pass<'t> {
                             if t == exact {
                                 true
                             } else {
-                                if doc_forms.is_some_and(|f| f.is_form_of(t, stem)) {
+                                let form = doc_forms.is_some_and(|f| {
+                                    Forms::may_stem_to(t, stem)
+                                        && *memo
+                                            .entry((t.to_owned(), ci))
+                                            .or_insert_with(|| f.is_form_of(t, stem))
+                                });
+                                if form {
                                     forms[ci] += 1;
                                     hits.push((li, ci));
                                 }
