@@ -38,7 +38,8 @@ use anyhow::{Context, bail};
 use clap::Parser;
 use memdir::memory::{IndexLocation, Memdir, SearchRequest, SearchResult, Settings, WriteRequest};
 use memdir::path::MemPath;
-use memdir::search::index::{Combine, Index, IndexedDoc, Scope, Stamp};
+use memdir::search::filter::Filter;
+use memdir::search::index::{Combine, Index, IndexedDoc, Stamp};
 use memdir::search::{Query, shown_lines};
 use memdir::store::StoreConfig;
 
@@ -1022,9 +1023,9 @@ fn run_size(args: &Args, n: usize, base: &Path, rg: bool) -> anyhow::Result<Size
     let fts_runs = args.queries.clamp(1, 100);
     for row in &mut rows {
         let clauses = Query::parse(row.spec.query).clauses;
-        let scope = Scope {
+        let scope = Filter {
             prefix: row.spec.path.map(|(_, p)| p),
-            ..Scope::default()
+            ..Filter::default()
         };
         let combine = if row.relaxed {
             Combine::Any

@@ -422,7 +422,7 @@ fn search(
         return Ok(());
     }
     if r.relaxed && !json {
-        println!("(no memory has every word; showing partial matches)");
+        println!("(few memories have every word; partial matches follow them)");
     }
     for h in r.hits {
         if json {
@@ -433,6 +433,7 @@ fn search(
                     "snippet": h.snippet, "name": h.name,
                     "description": h.description, "updated_at": h.updated_at,
                     "expired": h.expired, "relaxed": r.relaxed,
+                    "matched": h.matched.iter().map(|m| m.name()).collect::<Vec<_>>(),
                 })
             );
             continue;

@@ -24,6 +24,12 @@ impl Frontmatter {
             .as_deref()
             .and_then(crate::text::parse_instant)
     }
+
+    /// Whether the memory has expired at `now` (seconds since the epoch): the one
+    /// judgment of expiry, which results show and searches filter by.
+    pub fn expired_at(&self, now: i64) -> bool {
+        self.expires().is_some_and(|e| e <= now)
+    }
 }
 
 /// Only the head of a file is looked at.

@@ -541,6 +541,9 @@ async fn search_in_five_languages(b: &Backend, t: &mut Transcript) {
         ("deployment pipeline", "/memories/lang/en.md"),
         ("ПАМЯТЬ", "/memories/lang/ru.md"),
         ("развёртывание", "/memories/lang/ru.md"),
+        // Word forms, from the index each process derives from the store.
+        ("deployments released", "/memories/lang/en.md"),
+        ("развёртывания агентов", "/memories/lang/ru.md"),
         ("数据库", "/memories/lang/zh.md"),
         ("데이터베이스", "/memories/lang/ko.md"),
         ("キャッシュ", "/memories/lang/ja.md"),

@@ -613,3 +613,213 @@ async fn a_long_index_build_reports_progress() {
     );
     let _ = client.cancel().await;
 }
+
+/// Three memories of the kind an agent keeps, one in Russian.
+fn word_form_store(sb: &Sandbox) {
+    for (name, text) in [
+        (
+            "testing.md",
+            "Don't mock the database in tests: a mocked database hid a broken migration.\n",
+        ),
+        (
+            "deploy.md",
+            "The deployment pipeline runs on GitHub Actions; releases are tagged v*.\n",
+        ),
+        (
+            "answers.md",
+            "Пользователь предпочитает короткие ответы без вступлений.\n",
+        ),
+        (
+            "other.md",
+            "Lunch is at noon on Fridays; the team orders pizza.\n",
+        ),
+    ] {
+        std::fs::write(sb.store().join(name), text).unwrap();
+    }
+}
+
+/// Each query finds `expect` first, as another form of its words.
+async fn check_forms(s: &Server, cases: &[(&str, &str)]) {
+    for (query, expect) in cases {
+        let r = s.ok("memory_search", json!({"query": query})).await;
+        let hit = &r["hits"][0];
+        assert_eq!(hit["path"], format!("/memories/{expect}"), "{query}: {r}");
+        assert!(
+            hit["matched"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("word forms")),
+            "{query}: {r}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn words_are_found_in_their_other_forms() {
+    let sb = Sandbox::new();
+    word_form_store(&sb);
+    let s = serve(&sb).await;
+    check_forms(
+        &s,
+        &[
+            ("testing", "testing.md"),
+            ("mocking", "testing.md"),
+            ("deploying", "deploy.md"),
+            ("release process", "deploy.md"),
+            ("released", "deploy.md"),
+            ("предпочтения пользователя", "answers.md"),
+            ("пользователю нужен короткий ответ", "answers.md"),
+        ],
+    )
+    .await;
+    // Every form is found, exactly as typed or not.
+    let r = s.ok("memory_search", json!({"query": "mocked"})).await;
+    assert_eq!(r["hits"][0]["matched"], json!(["words"]), "{r}");
+    let out = s.call("memory_search", json!({"query": "deploying"})).await;
+    assert!(out.text.contains("matched word forms"), "{}", out.text);
+    s.stop().await;
+    // The scan (no index) finds the same.
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    check_forms(
+        &scan,
+        &[
+            ("testing", "testing.md"),
+            ("предпочтения пользователя", "answers.md"),
+        ],
+    )
+    .await;
+    scan.stop().await;
+}
+
+#[tokio::test]
+async fn a_question_is_searched_by_its_content_words() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.store().join("testing.md"),
+        "User says: testing runs against a real database only.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sb.store().join("lunch.md"),
+        "What did the team decide about lunch? Pizza.\n",
+    )
+    .unwrap();
+    let s = serve(&sb).await;
+    for query in [
+        "What did the user say about testing?",
+        "what does the user say about the tests",
+    ] {
+        let r = s.ok("memory_search", json!({"query": query})).await;
+        assert_eq!(r["relaxed"], false, "{query}: {r}");
+        assert_eq!(r["total_hits"], 1, "{query}: {r}");
+        assert_eq!(r["hits"][0]["path"], "/memories/testing.md", "{query}: {r}");
+    }
+    // A query of stopwords alone still searches them.
+    let r = s
+        .ok("memory_search", json!({"query": "what did the"}))
+        .await;
+    assert_eq!(r["hits"][0]["path"], "/memories/lunch.md", "{r}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_exact_form_ranks_above_another_form() {
+    let sb = Sandbox::new();
+    for (name, word) in [
+        ("a.md", "deploying"),
+        ("b.md", "deployment"),
+        ("c.md", "deploys"),
+    ] {
+        std::fs::write(
+            sb.store().join(name),
+            format!("Notes on {word} the service to staging.\n"),
+        )
+        .unwrap();
+    }
+    let s = serve(&sb).await;
+    for (query, first) in [
+        ("deploying", "a.md"),
+        ("deployment", "b.md"),
+        ("deploys", "c.md"),
+    ] {
+        let r = s.ok("memory_search", json!({"query": query})).await;
+        assert_eq!(r["total_hits"], 3, "{query}: {r}");
+        assert_eq!(
+            r["hits"][0]["path"],
+            format!("/memories/{first}"),
+            "{query}: {r}"
+        );
+        assert_eq!(r["hits"][0]["matched"], json!(["words"]), "{query}: {r}");
+        assert_eq!(
+            r["hits"][1]["matched"],
+            json!(["word forms"]),
+            "{query}: {r}"
+        );
+        assert!(
+            r["hits"][0]["score"].as_f64().unwrap() > r["hits"][1]["score"].as_f64().unwrap(),
+            "{query}: {r}"
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn phrases_and_prefixes_stay_exact() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("a.md"), "The tests pass on CI.\n").unwrap();
+    std::fs::write(sb.store().join("b.md"), "Testing passes locally.\n").unwrap();
+    let s = serve(&sb).await;
+    for (query, expect) in [
+        ("\"tests pass\"", vec!["/memories/a.md"]),
+        ("\"testing\"", vec!["/memories/b.md"]),
+        ("\"passes\"", vec!["/memories/b.md"]),
+        ("testi*", vec!["/memories/b.md"]),
+        ("test*", vec!["/memories/a.md", "/memories/b.md"]),
+        ("testing", vec!["/memories/a.md", "/memories/b.md"]),
+    ] {
+        let got = hit_paths(&s, query).await;
+        assert_eq!(
+            got,
+            expect.into_iter().map(String::from).collect(),
+            "{query}"
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn an_index_of_an_older_format_is_rebuilt() {
+    let sb = Sandbox::new();
+    word_form_store(&sb);
+    let s = serve(&sb).await;
+    assert_eq!(hit_paths(&s, "deployment").await.len(), 1);
+    s.stop().await;
+    // Make it an index as the version before word forms left it: its format, its
+    // columns, and no text in it (the stamps say every file is indexed).
+    let db = walkdir::WalkDir::new(index_dir(&sb))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".sqlite3"))
+        .expect("the index database")
+        .into_path();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DROP TABLE fts;
+         CREATE VIRTUAL TABLE fts USING fts5(body, tail, tri, content='',
+            contentless_delete=1, tokenize=\"ascii tokenchars '_'\", detail=full);
+         UPDATE meta SET value = 'memdir-index-4;tokenizer-3' WHERE key = 'format';",
+    )
+    .unwrap();
+    drop(conn);
+    let s = serve(&sb).await;
+    check_forms(&s, &[("deploying", "deploy.md")]).await;
+    s.stop().await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let format: String = conn
+        .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_ne!(format, "memdir-index-4;tokenizer-3");
+    conn.execute_batch("SELECT stem FROM fts LIMIT 0").unwrap();
+}

@@ -21,7 +21,8 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use memdir::search::index::{Combine, Index, IndexedDoc, Scope, Stamp};
+use memdir::search::filter::Filter;
+use memdir::search::index::{Combine, Index, IndexedDoc, Stamp};
 use memdir::search::query::MAX_CLAUSES;
 use memdir::search::tokenize::{Mode, index_text, index_trigrams, is_cjk, tokenize, tokens};
 use memdir::search::{Clause, DocMatch, Query, best_lines};
@@ -160,6 +161,11 @@ fn check_query(query: &Query) {
             Clause::Term(t) | Clause::Prefix(t) => {
                 assert!(!t.is_empty() && t.chars().all(fts_token_char), "{clause:?}")
             }
+            Clause::Word { exact, stem } => {
+                for t in [exact, stem] {
+                    assert!(!t.is_empty() && t.chars().all(fts_token_char), "{clause:?}");
+                }
+            }
             Clause::Run(run) => {
                 assert!(
                     run.chars().count() >= 3 && run.chars().all(is_cjk),
@@ -206,7 +212,7 @@ fn check_index(input: &str, query: &Query, matches: &[(&str, DocMatch)]) {
     for combine in [Combine::All, Combine::Any] {
         let (total, hits) = fx
             .index
-            .query(&query.clauses, combine, &Scope::default(), 0, 100)
+            .query(&query.clauses, combine, &Filter::default(), 0, 100)
             .unwrap_or_else(|e| panic!("query {input:?} ({combine:?}) is an error: {e}"));
         assert_eq!(total, hits.len());
         if query.is_empty() {

@@ -268,10 +268,10 @@ impl Expiry {
     }
 
     pub(crate) fn of_frontmatter(fm: Option<&Frontmatter>) -> Expiry {
-        match fm.and_then(Frontmatter::expires) {
-            Some(secs) => Expiry {
+        match fm.and_then(|f| f.expires().map(|secs| (f, secs))) {
+            Some((f, secs)) => Expiry {
                 at: Some(text::rfc3339_secs(secs)),
-                expired: secs <= text::now_secs(),
+                expired: f.expired_at(text::now_secs()),
             },
             None => Expiry::default(),
         }

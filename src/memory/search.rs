@@ -1,17 +1,19 @@
-//! `memory_search`: candidates and ranks come from each store's index (or, without one,
-//! from a scan of the files); the hits shown are then read from disk for their snippets.
-//! A shown hit whose file no longer matches what the index holds is re-synced and the
-//! query re-run, so no result ever shows text that is not in the file.
+//! `memory_search`: the request checked and turned into a search plan (which paths, which
+//! filter, which page), run by the search wing (`crate::search::operation`) over the
+//! stores as this context reads them.
 
 use super::Memdir;
 use super::sync::Progress;
 use crate::error::{Error, Result};
 use crate::path::MemPath;
-use crate::search::index::{Combine, Order, Scope, Stamp};
-use crate::search::snippet::clip;
-use crate::search::{DocMatch, Query, Scorer, shown_lines};
+use crate::search::Query;
+use crate::search::filter::Filter;
+use crate::search::index::{Index, Order};
+use crate::search::operation::{self, Corpus, Doc, Plan};
 use crate::store::EntryKind;
 use crate::text;
+
+pub use crate::search::operation::{SearchHit, SearchResult};
 
 /// `memory_search`'s input.
 #[derive(Debug, Default)]
@@ -31,81 +33,6 @@ pub struct SearchRequest<'a> {
     /// Only memories modified before this (RFC 3339 date-time or date).
     pub updated_before: Option<&'a str>,
     pub order: Order,
-}
-
-#[derive(Debug, Clone)]
-pub struct SearchHit {
-    pub path: String,
-    /// Relevance relative to the best hit of the search (1 for it): raw BM25 is not a
-    /// figure a person can read (a word in most memories scores 1e-6, as its IDF floors).
-    pub score: f64,
-    /// The best matching line (1-based).
-    pub line: usize,
-    /// Up to 3 matching lines, numbered.
-    pub snippet: String,
-    /// Frontmatter `name`.
-    pub name: Option<String>,
-    pub description: Option<String>,
-    /// Its frontmatter expiry has passed (shown only with `include_expired`).
-    pub expired: bool,
-    pub updated_at: String,
-}
-
-#[derive(Debug)]
-pub struct SearchResult {
-    pub hits: Vec<SearchHit>,
-    pub total_hits: usize,
-    pub next_cursor: Option<String>,
-    /// No file had every word, so files with any of them are shown.
-    pub relaxed: bool,
-    /// The query went past its bounds: only its first part was searched.
-    pub query_cut: bool,
-}
-
-/// Nanoseconds since the epoch, as the index stores a file's modification time.
-fn nanos(t: std::time::SystemTime) -> i64 {
-    t.duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i64)
-}
-
-/// `score` as a share of `best`, the top score of the search, in (0, 1].
-fn relative(score: f64, best: f64) -> f64 {
-    if best > 0.0 && score.is_finite() {
-        (score / best).clamp(0.0, 1.0)
-    } else {
-        1.0
-    }
-}
-
-/// Re-runs of a query after finding stale hits, before showing what there is.
-const ATTEMPTS: usize = 3;
-
-/// A ranked candidate: where, how good, and the stamp the index holds (none for a scan).
-struct Candidate {
-    path: MemPath,
-    score: f64,
-    /// Modification time, for the most recent first.
-    modified_ns: i64,
-    indexed: Option<Stamp>,
-}
-
-/// What every store's matches add up to: how many, the best score, the top candidates.
-#[derive(Default)]
-struct Ranking {
-    total: usize,
-    best: f64,
-    candidates: Vec<Candidate>,
-}
-
-/// A search's filters, as the index and the scan apply them.
-#[derive(Clone, Copy)]
-struct Filters<'a> {
-    kind: Option<&'a str>,
-    tag: Option<&'a str>,
-    live_at: Option<i64>,
-    after_ns: Option<i64>,
-    before_ns: Option<i64>,
-    order: Order,
 }
 
 /// Where a page starts: the `next_cursor` of a previous search, or the first hit.
@@ -139,68 +66,67 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
 impl SearchRequest<'_> {
     pub fn run(&self, md: &Memdir, progress: Progress) -> Result<SearchResult> {
         let offset = cursor_offset(self.cursor)?;
-        let filters = Filters {
+        let filter = Filter {
+            prefix: None,
             kind: self.kind,
             tag: self.tag,
             live_at: (!self.include_expired).then(text::now_secs),
-            after_ns: instant_ns("updated_after", self.updated_after)?,
-            before_ns: instant_ns("updated_before", self.updated_before)?,
-            order: self.order,
+            updated_after_ns: instant_ns("updated_after", self.updated_after)?,
+            updated_before_ns: instant_ns("updated_before", self.updated_before)?,
         };
         let query = Query::parse(self.query);
         let scopes = scopes(md, self.path)?;
-        let mut result = SearchResult {
-            hits: Vec::new(),
-            total_hits: 0,
-            next_cursor: None,
-            relaxed: false,
-            query_cut: query.cut,
+        let plan = Plan {
+            query: &query,
+            scopes: &scopes,
+            filter,
+            order: self.order,
+            offset,
+            limit: self.limit,
+            budget: md.settings.result_budget,
         };
-        if query.is_empty() {
-            return Ok(result);
-        }
-        let need = offset + self.limit;
-        for attempt in 0..ATTEMPTS {
-            let mut ranking = rank(md, &query, &scopes, &filters, Combine::All, need, progress)?;
-            let relaxed = ranking.total == 0 && query.clauses.len() > 1;
-            if relaxed {
-                ranking = rank(md, &query, &scopes, &filters, Combine::Any, need, progress)?;
-            }
-            let Ranking {
-                total,
-                best,
-                candidates: mut ranked,
-            } = ranking;
-            match self.order {
-                Order::Relevance => ranked.sort_by(|a, b| {
-                    b.score
-                        .total_cmp(&a.score)
-                        .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
-                }),
-                Order::Recent => ranked.sort_by(|a, b| {
-                    b.modified_ns
-                        .cmp(&a.modified_ns)
-                        .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
-                }),
-            }
-            let (mut hits, stale) = show(md, &query, ranked.iter().skip(offset).take(self.limit));
-            for hit in &mut hits {
-                hit.score = relative(hit.score, best);
-            }
-            result = SearchResult {
-                next_cursor: (offset + hits.len() < total && !hits.is_empty())
-                    .then(|| (offset + hits.len()).to_string()),
-                hits,
-                total_hits: total,
-                relaxed,
-                query_cut: query.cut,
-            };
-            if !stale {
-                break;
-            }
-            tracing::debug!(attempt, "a search hit was stale; re-running the query");
-        }
-        Ok(result)
+        operation::search(&Reading { md, progress }, &plan)
+    }
+}
+
+/// The stores as a search reads them: through this context, each index brought up to
+/// date (and the outside changes it found recorded) before it is queried.
+struct Reading<'a> {
+    md: &'a Memdir,
+    progress: Progress<'a>,
+}
+
+impl Corpus for Reading<'_> {
+    fn with_index<T>(&self, store: usize, f: impl FnOnce(&Index) -> T) -> Result<Option<T>> {
+        self.md.with_index(store, self.progress, f)
+    }
+
+    fn files_under(&self, scope: &MemPath) -> Result<Vec<MemPath>> {
+        files_under(self.md, scope)
+    }
+
+    fn read(&self, p: &MemPath) -> Result<Option<Doc>> {
+        self.md.current(p).map(|c| c.map(doc))
+    }
+
+    fn read_many(&self, paths: &[MemPath]) -> Vec<Result<Option<Doc>>> {
+        self.md
+            .current_many(paths)
+            .into_iter()
+            .map(|r| r.map(|c| c.map(doc)))
+            .collect()
+    }
+
+    fn resync(&self, p: &MemPath) {
+        self.md.resync(p);
+    }
+}
+
+fn doc(c: super::Current) -> Doc {
+    Doc {
+        text: c.text,
+        modified: c.modified,
+        stamp: c.stamp,
     }
 }
 
@@ -227,185 +153,6 @@ fn scope_prefix(md: &Memdir, p: &MemPath) -> Result<Option<String>> {
         Some(m) if m.kind == EntryKind::Dir => Ok(Some(format!("{}/", p.rel()))),
         Some(_) => Ok(Some(p.rel())),
     }
-}
-
-/// Every scope's matches: the total, the best score, and the top `need` of each.
-fn rank(
-    md: &Memdir,
-    query: &Query,
-    scopes: &[(MemPath, Option<String>)],
-    filters: &Filters,
-    combine: Combine,
-    need: usize,
-    progress: Progress,
-) -> Result<Ranking> {
-    let mut out = Ranking::default();
-    for (scope, prefix) in scopes {
-        let filter = Scope {
-            prefix: prefix.as_deref(),
-            kind: filters.kind,
-            tag: filters.tag,
-            live_at: filters.live_at,
-            updated_after_ns: filters.after_ns,
-            updated_before_ns: filters.before_ns,
-        };
-        let indexed = md.with_index(scope.store, progress, |index| {
-            index.query_page(&query.clauses, combine, &filter, filters.order, 0, need)
-        })?;
-        match indexed {
-            Some(Ok(page)) => {
-                out.total += page.total;
-                out.best = out.best.max(page.best);
-                out.candidates
-                    .extend(page.rows.into_iter().map(|r| Candidate {
-                        path: scope.with_rel(&r.rel),
-                        score: r.score,
-                        modified_ns: r.stamp.mtime_ns,
-                        indexed: Some(r.stamp),
-                    }));
-            }
-            other => {
-                if let Some(Err(e)) = other {
-                    tracing::warn!(error = %e, "index query failed; scanning");
-                }
-                let rows = scan(md, query, scope, filters, combine)?;
-                out.total += rows.len();
-                out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
-                out.candidates.extend(rows);
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// Reads each hit to show it. Returns the hits and whether any was stale (its file
-/// changed since it was indexed, or no longer matches).
-fn show<'c>(
-    md: &Memdir,
-    query: &Query,
-    page: impl Iterator<Item = &'c Candidate>,
-) -> (Vec<SearchHit>, bool) {
-    let mut hits = Vec::new();
-    let mut stale = false;
-    let mut used = 0usize;
-    // The page's memories, read together (one query for a database store).
-    let page: Vec<&Candidate> = page.collect();
-    let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
-    let currents = md.current_many(&paths);
-    for (c, current) in page.into_iter().zip(currents) {
-        if used > md.settings.result_budget {
-            break;
-        }
-        let current = current.ok().flatten();
-        let fresh = match (&current, c.indexed) {
-            (Some(cur), Some(stamp)) => cur.stamp == stamp,
-            (Some(_), None) => true,
-            (None, _) => false,
-        };
-        let Some(cur) = current.filter(|_| fresh) else {
-            md.resync(&c.path);
-            stale = true;
-            continue;
-        };
-        let Some((line, lines)) = shown_lines(query, &cur.text, 3) else {
-            md.resync(&c.path);
-            stale = true;
-            continue;
-        };
-        let mut snippet = String::new();
-        for (n, l) in lines {
-            if !snippet.is_empty() {
-                snippet.push('\n');
-            }
-            text::numbered_line(&mut snippet, n, &clip(l, query));
-        }
-        let fm = Memdir::frontmatter(&cur.text);
-        let now = text::now_secs();
-        let hit = SearchHit {
-            path: c.path.canonical(),
-            score: c.score,
-            line,
-            snippet,
-            expired: fm
-                .as_ref()
-                .and_then(|f| f.expires())
-                .is_some_and(|e| e <= now),
-            name: fm.as_ref().and_then(|f| f.name.clone()),
-            description: fm.and_then(|f| f.description),
-            updated_at: text::rfc3339(cur.modified),
-        };
-        used += hit.snippet.len() + hit.path.len() + 100;
-        hits.push(hit);
-    }
-    (hits, stale)
-}
-
-/// The scan: every visible file under `scope` read and matched, BM25 over that set.
-fn scan(
-    md: &Memdir,
-    query: &Query,
-    scope: &MemPath,
-    req: &Filters,
-    combine: Combine,
-) -> Result<Vec<Candidate>> {
-    let mut matched = Vec::new();
-    let (mut docs, mut total_len) = (0u64, 0u64);
-    let mut df = vec![0u32; query.clauses.len()];
-    for path in files_under(md, scope)? {
-        let cur = match md.current(&path) {
-            Ok(Some(cur)) => cur,
-            Err(e @ Error::Database { .. }) => return Err(e),
-            _ => continue,
-        };
-        let fm = Memdir::frontmatter(&cur.text);
-        if let Some(kind) = req.kind
-            && fm.as_ref().and_then(|f| f.kind.as_deref()) != Some(kind)
-        {
-            continue;
-        }
-        if let Some(tag) = req.tag
-            && !fm.as_ref().is_some_and(|f| f.tags.iter().any(|t| t == tag))
-        {
-            continue;
-        }
-        if let Some(now) = req.live_at
-            && fm
-                .as_ref()
-                .and_then(|f| f.expires())
-                .is_some_and(|e| e <= now)
-        {
-            continue;
-        }
-        let modified_ns = nanos(cur.modified);
-        if req.after_ns.is_some_and(|a| modified_ns < a)
-            || req.before_ns.is_some_and(|b| modified_ns >= b)
-        {
-            continue;
-        }
-        let m = DocMatch::of(query, &cur.text);
-        docs += 1;
-        total_len += m.len as u64;
-        for (d, &tf) in df.iter_mut().zip(&m.tf) {
-            *d += (tf > 0) as u32;
-        }
-        let keep = match combine {
-            Combine::All => m.all(),
-            Combine::Any => m.any(),
-        };
-        if keep {
-            matched.push((path, m, modified_ns));
-        }
-    }
-    let scorer = Scorer::new(&df, docs, total_len);
-    Ok(matched
-        .into_iter()
-        .map(|(path, m, modified_ns)| Candidate {
-            score: scorer.score(&m),
-            path,
-            modified_ns,
-            indexed: None,
-        })
-        .collect())
 }
 
 /// The visible files at or under `scope` (an error only when the database holding the

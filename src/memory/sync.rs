@@ -1,13 +1,14 @@
 //! The memory operations' hold on the search indexes: each store's [`StoreIndex`] (from
 //! `crate::search::fresh`, which keeps it in step with the files), with its events sent
-//! as notices and the changes it finds handed to the history (`notice_external`).
+//! as notices and the outside changes it returns recorded in the history
+//! (`notice_external`).
 
 use std::path::PathBuf;
 
 use super::{Level, Memdir};
 use crate::error::Result;
 use crate::path::MemPath;
-use crate::search::fresh::{Change, IndexEvent, Syncing};
+use crate::search::fresh::{Change, Fresh, IndexEvent, Syncing};
 use crate::search::index::Index;
 
 pub use crate::search::fresh::{Progress, StoreIndex};
@@ -42,9 +43,17 @@ impl Memdir {
             progress,
             tell: &tell,
         };
-        self.indexes[i].with_fresh(&syncing, f, |changed, found| {
-            self.notice_external(i, changed, found)
-        })
+        let Some(fresh) = self.indexes[i].with_fresh(&syncing, f)? else {
+            return Ok(None);
+        };
+        let Fresh {
+            value,
+            outside,
+            hold,
+        } = fresh;
+        self.notice_external(i, outside.changed, outside.found);
+        drop(hold);
+        Ok(Some(value))
     }
 
     /// Re-syncs one path with its store's index (a hit found stale by a search).

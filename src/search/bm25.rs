@@ -11,6 +11,10 @@ pub const K1: f64 = 1.2;
 /// Document-length normalisation, as FTS5's `bm25()`.
 pub const B: f64 = 0.75;
 
+/// What an occurrence as another form of a word counts for, against 1 for the word as
+/// typed (the index's stem column weight; the scan's form frequencies).
+pub const FORM_WEIGHT: f64 = 0.3;
+
 /// A clause's BM25 weight in one document before its IDF: its (column-weighted)
 /// frequency `tf`, saturated by [`K1`] and normalised by [`B`] for a document of `len`
 /// tokens where the average is `avg_len`. Written in the order of FTS5's `bm25()`, whose
@@ -51,8 +55,12 @@ impl Scorer {
 
     pub fn score(&self, m: &DocMatch) -> f64 {
         m.tf.iter()
+            .zip(&m.forms)
             .zip(&self.idf)
-            .map(|(&tf, idf)| idf * term_weight(tf as f64, m.len as f64, self.avg_len))
+            .map(|((&tf, &forms), idf)| {
+                let tf = tf as f64 + FORM_WEIGHT * forms as f64;
+                idf * term_weight(tf, m.len as f64, self.avg_len)
+            })
             .sum()
     }
 }

@@ -33,7 +33,7 @@ const BATCH: usize = 256;
 
 /// One store's index in this process.
 #[derive(Debug, Default)]
-enum Slot {
+pub(crate) enum Slot {
     #[default]
     Closed,
     Open(Box<Synced>),
@@ -42,7 +42,7 @@ enum Slot {
 }
 
 #[derive(Debug)]
-struct Synced {
+pub(crate) struct Synced {
     index: Index,
     watcher: Option<Watcher>,
     reconciled: bool,
@@ -148,16 +148,16 @@ impl StoreIndex {
     }
 
     /// Runs `f` on the index, brought up to date first (reporting progress if that takes
-    /// a reconcile), and hands what changed on the way to `noticed` (before the slot is
-    /// let go after a first reconcile, so whoever takes it next finds those changes
-    /// handled). `None` when the store has no usable index; an error when the database
-    /// holding the store is away (a scan could not do better).
+    /// a reconcile), and returns its result with the outside changes found on the way
+    /// ([`Fresh`]; after a first reconcile it holds on to the index until dropped, so
+    /// whoever takes it next finds those changes handled). `None` when the store has no
+    /// usable index; an error when the database holding the store is away (a scan could
+    /// not do better).
     pub fn with_fresh<T>(
         &self,
         sync: &Syncing,
         f: impl FnOnce(&Index) -> T,
-        noticed: impl FnOnce(Vec<String>, Found),
-    ) -> Result<Option<T>> {
+    ) -> Result<Option<Fresh<'_, T>>> {
         let mut slot = self.lock(sync.progress);
         let publishing = self.publishing(sync.progress);
         let progress: Progress = &publishing;
@@ -179,15 +179,13 @@ impl StoreIndex {
                 return Ok(None);
             }
         };
-        let out = f(&synced.index);
-        if let Found::FirstSync { .. } = found {
-            noticed(changed, found);
-            drop(slot);
-        } else {
-            drop(slot);
-            noticed(changed, found);
-        }
-        Ok(Some(out))
+        let value = f(&synced.index);
+        let hold = matches!(found, Found::FirstSync { .. }).then_some(slot);
+        Ok(Some(Fresh {
+            value,
+            outside: Outside { changed, found },
+            hold: Hold(hold),
+        }))
     }
 
     /// Opens the index if the slot is closed, or if someone deleted it (the index is a
@@ -320,6 +318,29 @@ impl Synced {
         (done, Found::Watching)
     }
 }
+
+/// What [`StoreIndex::with_fresh`] returns: `f`'s value, the changes it found made
+/// outside this process (for the caller to record), and the index held until the caller
+/// has done so.
+#[derive(Debug)]
+pub struct Fresh<'a, T> {
+    pub value: T,
+    pub outside: Outside,
+    pub hold: Hold<'a>,
+}
+
+/// The changes a catch-up found: paths (relative to the store) changed, new or gone.
+#[derive(Debug)]
+pub struct Outside {
+    pub changed: Vec<String>,
+    pub found: Found,
+}
+
+/// The index, held after a first reconcile until the changes it found are recorded (a
+/// process that takes it next then finds them recorded); nothing otherwise. Dropping it
+/// lets go.
+#[derive(Debug)]
+pub struct Hold<'a>(#[allow(dead_code)] Option<MutexGuard<'a, Slot>>);
 
 /// How the changes a catch-up found were found.
 #[derive(Clone, Copy, Debug)]

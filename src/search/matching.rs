@@ -1,17 +1,20 @@
 //! Matching one document against a query, in one pass of the tokenizer: per-clause term
-//! frequencies and the document's length (what BM25 needs, see `bm25`), and the best
-//! matching lines of a hit for its snippet.
+//! frequencies, exact and by word form, and the document's length (what BM25 needs, see
+//! `bm25`), and the best matching lines of a hit for its snippet.
 
 use std::collections::HashMap;
 
+use super::lang::Forms;
 use super::query::{Clause, Query};
 use super::tokenize::{Mode, cjk_runs, tokenize};
 
 /// How one document meets each clause of a query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DocMatch {
-    /// Occurrences per clause, in query order.
+    /// Exact occurrences per clause, in query order.
     pub tf: Vec<u32>,
+    /// Occurrences as another form of the word, per clause ([`Clause::Word`] only).
+    pub forms: Vec<u32>,
     /// Tokens in the document.
     pub len: u32,
 }
@@ -19,11 +22,23 @@ pub struct DocMatch {
 impl DocMatch {
     /// Every clause occurs.
     pub fn all(&self) -> bool {
-        self.tf.iter().all(|&n| n > 0)
+        (0..self.tf.len()).all(|i| self.occurs(i))
     }
 
     pub fn any(&self) -> bool {
-        self.tf.iter().any(|&n| n > 0)
+        (0..self.tf.len()).any(|i| self.occurs(i))
+    }
+
+    fn occurs(&self, clause: usize) -> bool {
+        self.tf[clause] > 0 || self.forms[clause] > 0
+    }
+
+    /// How the document matched: `(exactly, by word forms)`: some clause occurs as
+    /// typed, some clause occurs only as another form of its word.
+    pub fn how(&self) -> (bool, bool) {
+        let exact = self.tf.iter().any(|&n| n > 0);
+        let forms = (0..self.tf.len()).any(|i| self.tf[i] == 0 && self.forms[i] > 0);
+        (exact, forms)
     }
 
     /// Matches `query` against a whole document.
@@ -61,6 +76,7 @@ impl<'t> Pass<'t> {
         let mut pass = Pass {
             doc: DocMatch {
                 tf: vec![0u32; clauses.len()],
+                forms: vec![0u32; clauses.len()],
                 len: 0,
             },
             hits: Vec::new(),
@@ -84,7 +100,22 @@ impl<'t> Pass<'t> {
         let runs = clauses.iter().any(|c| matches!(c, Clause::Run(_)));
         // A query of CJK words alone is matched on the runs: no tokens needed.
         let tokens = need == Need::Length || clauses.iter().any(|c| !matches!(c, Clause::Run(_)));
-        let (tf, hits) = (&mut self.doc.tf, &mut self.hits);
+        // A document's words are stemmed as the index stems them: in its guessed language.
+        // Only a Latin-script word needs the document's guessed language (one more pass of
+        // the tokenizer); the others are stemmed by their script.
+        let latin = clauses
+            .iter()
+            .any(|c| matches!(c, Clause::Word { stem, .. } if Forms::depends_on_text(stem)));
+        let stemmed = clauses.iter().any(|c| matches!(c, Clause::Word { .. }));
+        let doc_forms = if latin {
+            Some(Forms::of_text(text))
+        } else {
+            stemmed.then(Forms::default)
+        };
+        // Whether a token is a form of a clause's stem, by token and clause: tokens repeat,
+        // and stemming one costs more than looking it up.
+        let mut memo: HashMap<(String, usize), bool> = HashMap::new();
+        let (tf, forms, hits) = (&mut self.doc.tf, &mut self.doc.forms, &mut self.hits);
         // A newline ends every token (it is neither a word nor a CJK character), so line
         // by line the tokenizer gives the document's tokens, positions counted on.
         let mut base = 0u32;
@@ -96,7 +127,25 @@ impl<'t> Pass<'t> {
                     let hit = match c {
                         Clause::Term(x) => t == x,
                         Clause::Prefix(p) => t.starts_with(p.as_str()),
-                        Clause::Phrase(_) | Clause::Run(_) => false,
+                        // Words are in the index's body and stem columns, never its tails.
+                        Clause::Word { exact, stem } if !tail => {
+                            if t == exact {
+                                true
+                            } else {
+                                let form = doc_forms.is_some_and(|f| {
+                                    Forms::may_stem_to(t, stem)
+                                        && *memo
+                                            .entry((t.to_owned(), ci))
+                                            .or_insert_with(|| f.is_form_of(t, stem))
+                                });
+                                if form {
+                                    forms[ci] += 1;
+                                    hits.push((li, ci));
+                                }
+                                false
+                            }
+                        }
+                        Clause::Word { .. } | Clause::Phrase(_) | Clause::Run(_) => false,
                     };
                     if hit {
                         tf[ci] += 1;
@@ -229,15 +278,49 @@ pub fn best_lines<'t>(query: &Query, text: &'t str, max: usize) -> (usize, Vec<(
     Pass::run(query, text, Need::Lines).best_lines(max)
 }
 
-/// What a search shows of a hit, from one pass over its text: [`best_lines`], or `None`
-/// if the text no longer matches the query at all (it changed since it was indexed).
-pub fn shown_lines<'t>(
-    query: &Query,
-    text: &'t str,
-    max: usize,
-) -> Option<(usize, Vec<(usize, &'t str)>)> {
+/// How a hit matched its query (a search hit lists each that applies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Matched {
+    /// Some of its words are in the memory as typed.
+    Words,
+    /// Some word is in the memory only as another form (`deploying` for `deployment`).
+    WordForms,
+}
+
+impl Matched {
+    /// Its name in search results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Matched::Words => "words",
+            Matched::WordForms => "word forms",
+        }
+    }
+}
+
+/// What a search shows of a hit.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Shown<'t> {
+    /// The hit's line and its best lines, as [`best_lines`].
+    pub line: usize,
+    pub lines: Vec<(usize, &'t str)>,
+    /// How it matched.
+    pub matched: Vec<Matched>,
+}
+
+/// What a search shows of a hit, from one pass over its text, or `None` if the text no
+/// longer matches the query at all (it changed since it was indexed).
+pub fn shown_lines<'t>(query: &Query, text: &'t str, max: usize) -> Option<Shown<'t>> {
     let pass = Pass::run(query, text, Need::Lines);
-    pass.doc.any().then(|| pass.best_lines(max))
+    let (words, forms) = pass.doc.how();
+    pass.doc.any().then(|| {
+        let (line, lines) = pass.best_lines(max);
+        let matched = [(words, Matched::Words), (forms, Matched::WordForms)];
+        Shown {
+            line,
+            lines,
+            matched: matched.into_iter().filter(|m| m.0).map(|m| m.1).collect(),
+        }
+    })
 }
 
 #[cfg(test)]
@@ -282,10 +365,13 @@ mod tests {
     mod reference {
         use std::collections::HashMap;
 
+        use crate::search::lang::Forms;
         use crate::search::query::{Clause, Query};
         use crate::search::tokenize::{Mode, tokenize};
 
-        pub fn tf(query: &Query, text: &str) -> (Vec<u32>, u32) {
+        /// Occurrences per clause, exact and by word form together (`forms`: those of the
+        /// whole document, of which `text` may be a line).
+        pub fn tf(query: &Query, text: &str, forms: Forms) -> (Vec<u32>, u32) {
             let mut positions: HashMap<String, Vec<u32>> = HashMap::new();
             let mut tails: HashMap<String, u32> = HashMap::new();
             let mut len = 0u32;
@@ -312,6 +398,11 @@ mod tests {
                 };
                 match c {
                     Clause::Term(t) => matching(&|k| k == t),
+                    Clause::Word { exact, stem } => positions
+                        .iter()
+                        .filter(|(k, _)| *k == exact || forms.is_form_of(k, stem))
+                        .map(|(_, v)| v.len() as u32)
+                        .sum(),
                     Clause::Prefix(p) => matching(&|k| k.starts_with(p.as_str())),
                     // The run's characters are CJK (no case): a plain substring count.
                     Clause::Run(q) => (0..text.len())
@@ -340,8 +431,9 @@ mod tests {
             max: usize,
         ) -> (usize, Vec<(usize, &'t str)>) {
             let mut scored: Vec<(usize, u32, usize, &str)> = Vec::new();
+            let forms = Forms::of_text(text);
             for (i, line) in text.lines().enumerate() {
-                let (tf, _) = tf(query, line);
+                let (tf, _) = tf(query, line, forms);
                 let distinct = tf.iter().filter(|&&n| n > 0).count();
                 if distinct > 0 {
                     scored.push((distinct, tf.iter().sum(), i + 1, line));
@@ -370,9 +462,10 @@ mod tests {
             query in "(ab|ba|a|b|数据库|数据|数|据|库|ё|\\*| |\"){0,12}",
         ) {
             let q = Query::parse(&query);
-            let (tf, len) = reference::tf(&q, &text);
+            let (tf, len) = reference::tf(&q, &text, crate::search::lang::Forms::of_text(&text));
             let m = DocMatch::of(&q, &text);
-            proptest::prop_assert_eq!(&m.tf, &tf);
+            let both: Vec<u32> = m.tf.iter().zip(&m.forms).map(|(a, b)| a + b).collect();
+            proptest::prop_assert_eq!(&both, &tf);
             proptest::prop_assert_eq!(m.len, len);
             proptest::prop_assert_eq!(
                 best_lines(&q, &text, 3),

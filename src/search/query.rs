@@ -1,7 +1,10 @@
-//! The query language, where every input string is valid: words are ANDed,
-//! `"quoted phrases"` match adjacent words, `prefix*` matches word beginnings. Anything
-//! else (operators, punctuation, unbalanced quotes) is just text.
+//! The query language, where every input string is valid: words are ANDed, each found
+//! as itself or any of its word forms (its Snowball stem, see `lang`); stopwords are left
+//! out when the query has other words, so a question is searched by its content words;
+//! `"quoted phrases"` match adjacent words exactly, `prefix*` matches word beginnings.
+//! Anything else (operators, punctuation, unbalanced quotes) is just text.
 
+use super::lang::Forms;
 use super::tokenize::{Mode, TRIGRAM_RUN, cjk_runs, is_cjk, tokens};
 
 /// Clauses beyond this many are ignored (a pasted page is not a useful query).
@@ -23,7 +26,14 @@ pub const MAX_PHRASE_WORDS: usize = 16;
 /// One condition a document must meet.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Clause {
+    /// A token, exactly (numbers, `snake_case`, CJK bigrams: words no stemmer applies to).
     Term(String),
+    /// A word, found as itself (`exact`) or as any word of the same `stem` (which may
+    /// equal it); an exact occurrence ranks above a word form.
+    Word {
+        exact: String,
+        stem: String,
+    },
     Prefix(String),
     /// Tokens that must appear at consecutive positions.
     Phrase(Vec<String>),
@@ -47,10 +57,12 @@ impl Query {
         let read = crate::text::floor_char_boundary(input, MAX_QUERY_BYTES);
         let mut cut = read < input.len();
         let mut rest = &input[..read];
+        let forms = Forms::of_text(rest);
+        let unquoted = |text: &str, out: &mut Vec<Clause>| words(text, Some(&forms), out);
         while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
             match rest.find('"') {
                 Some(open) => {
-                    words(&rest[..open], &mut clauses);
+                    unquoted(&rest[..open], &mut clauses);
                     let after = &rest[open + 1..];
                     let (inner, tail) = match after.find('"') {
                         Some(close) => (&after[..close], &after[close + 1..]),
@@ -60,7 +72,7 @@ impl Query {
                     rest = tail;
                 }
                 None => {
-                    words(rest, &mut clauses);
+                    unquoted(rest, &mut clauses);
                     rest = "";
                 }
             }
@@ -84,6 +96,13 @@ impl Query {
         }
         let mut seen = std::collections::HashSet::new();
         clauses.retain(|c| seen.insert(c.clone()));
+        // A question's words such as `what`, `did`, `the` would make every memory that
+        // lacks one fail the query: they are left out when there is anything else.
+        let content =
+            |c: &Clause| !matches!(c, Clause::Word { exact, .. } if forms.is_stopword(exact));
+        if clauses.iter().any(content) {
+            clauses.retain(content);
+        }
         let mut prefixes = 0;
         clauses.retain(|c| {
             prefixes += usize::from(matches!(c, Clause::Prefix(_)));
@@ -99,7 +118,8 @@ impl Query {
     }
 }
 
-fn words(text: &str, out: &mut Vec<Clause>) {
+/// Unquoted words (`forms`: found by their word forms) or a quoted one (`None`: exactly).
+fn words(text: &str, forms: Option<&Forms>, out: &mut Vec<Clause>) {
     for raw in text.split_whitespace() {
         let prefix = raw.ends_with('*');
         let toks: Vec<String> = tokens(raw, Mode::Query)
@@ -116,7 +136,7 @@ fn words(text: &str, out: &mut Vec<Clause>) {
                 out.push(if single_cjk || (prefix && !one_char) {
                     Clause::Prefix(t)
                 } else {
-                    Clause::Term(t)
+                    word(t, forms)
                 });
             }
             _ if prefix => {
@@ -143,6 +163,18 @@ fn phrase_or_run(text: &str, toks: Vec<String>) -> Clause {
     }
 }
 
+/// A lone word: found by its forms if it is unquoted and a stemmer applies to it, else
+/// exactly.
+fn word(t: String, forms: Option<&Forms>) -> Clause {
+    match forms.and_then(|f| f.stem(&t)) {
+        Some(stem) if !stem.is_empty() => Clause::Word {
+            stem: stem.into_owned(),
+            exact: t,
+        },
+        _ => Clause::Term(t),
+    }
+}
+
 fn phrase(text: &str, out: &mut Vec<Clause>) {
     let toks: Vec<String> = tokens(text, Mode::Query)
         .into_iter()
@@ -150,7 +182,7 @@ fn phrase(text: &str, out: &mut Vec<Clause>) {
         .collect();
     match toks.len() {
         0 => {}
-        1 => words(text, out),
+        1 => words(text, None, out),
         _ => out.push(phrase_or_run(text, toks)),
     }
 }
@@ -167,23 +199,36 @@ mod tests {
         Clause::Term(s.into())
     }
 
+    /// A word that is its own stem.
+    fn w(s: &str) -> Clause {
+        stem(s, s)
+    }
+
+    fn stem(exact: &str, stem: &str) -> Clause {
+        Clause::Word {
+            exact: exact.into(),
+            stem: stem.into(),
+        }
+    }
+
     #[test]
     fn parses_words_phrases_and_prefixes() {
-        check("Rust tokio", &[t("rust"), t("tokio")]);
+        check("Rust tokio", &[w("rust"), w("tokio")]);
         check(
             "\"crash safe\" write",
             &[
                 Clause::Phrase(vec!["crash".into(), "safe".into()]),
-                t("write"),
+                w("write"),
             ],
         );
         check("tok*", &[Clause::Prefix("tok".into())]);
-        check("a* 数", &[t("a"), Clause::Prefix("数".into())]);
+        // `a*` is the word `a`, a stopword beside another word.
+        check("a* 数", &[Clause::Prefix("数".into())]);
         let many = ('a'..='z').map(|c| format!("{c}{c}* ")).collect::<String>() + "end";
         let q = Query::parse(&many);
         assert_eq!(q.clauses.len(), MAX_PREFIXES + 1, "{q:?}");
         assert!(q.cut);
-        assert_eq!(q.clauses.last(), Some(&t("end")));
+        assert_eq!(q.clauses.last(), Some(&w("end")));
         check("数据库", &[Clause::Run("数据库".into())]);
         check("\"데이터베이스\"", &[Clause::Run("데이터베이스".into())]);
         check("数据", &[t("数据")]);
@@ -196,7 +241,28 @@ mod tests {
             ])],
         );
         check("数", &[Clause::Prefix("数".into())]);
-        check("rust rust", &[t("rust")]);
+        check("rust rust", &[w("rust")]);
+        check("v2 snake_case 42", &[t("v2"), t("snake_case"), t("42")]);
+    }
+
+    #[test]
+    fn words_are_stemmed_and_questions_lose_their_stopwords() {
+        check("deploying", &[stem("deploying", "deploy")]);
+        check(
+            "What did the user say about testing?",
+            &[w("user"), w("say"), stem("testing", "test")],
+        );
+        check(
+            "предпочтения пользователя",
+            &[
+                stem("предпочтения", "предпочтен"),
+                stem("пользователя", "пользовател"),
+            ],
+        );
+        // Stopwords alone are the query; quoted, a word is exact and stays.
+        check("what is it", &[w("what"), w("is"), w("it")]);
+        check("\"the\" tests", &[t("the"), stem("tests", "test")]);
+        check("\"testing\"", &[t("testing")]);
     }
 
     #[test]
@@ -215,7 +281,7 @@ mod tests {
         ] {
             let _ = Query::parse(input);
         }
-        check("-x", &[t("x")]);
+        check("-x", &[w("x")]);
         check("a:b", &[Clause::Phrase(vec!["a".into(), "b".into()])]);
         check("*", &[]);
         assert_eq!(Query::parse(&"word ".repeat(5000)).clauses.len(), 1);

@@ -15,6 +15,7 @@ use super::clamp;
 use super::schema::{input, output};
 use crate::mcp::server::MemdirServer;
 use crate::memory::{SearchHit, SearchRequest, SearchResult};
+use crate::search::Matched;
 use crate::search::index::Order;
 
 const DEFAULT_SEARCH_LIMIT: i64 = 10;
@@ -23,9 +24,12 @@ const MAX_SEARCH_LIMIT: i64 = 100;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchParams {
-    /// What to look for. Words are ANDed (relaxed to OR when no memory has them all);
-    /// `"quoted phrase"` matches adjacent words; `pref*` matches word beginnings. Case and
-    /// punctuation do not matter; Chinese, Japanese and Korean work without spaces.
+    /// What to look for. Words are ANDed (memories with some of them follow when fewer
+    /// than `limit` have them all) and
+    /// found in any of their forms (`deploying` finds `deployment`); a question's stopwords
+    /// (`what`, `the`) are ignored. `"quoted phrase"` matches adjacent words exactly;
+    /// `pref*` matches word beginnings. Case and punctuation do not matter; Chinese,
+    /// Japanese and Korean work without spaces.
     pub query: String,
     /// Only search under this folder (or in this file), e.g. `/memories/projects/`.
     #[serde(default)]
@@ -101,6 +105,28 @@ pub struct HitOut {
     /// include_expired): it is likely out of date.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// How the memory matched: `words` (some query word as typed), `word forms` (some
+    /// word only as another form of it, e.g. `deployment` for `deploying`), or both.
+    pub matched: Vec<MatchedOut>,
+}
+
+/// How a hit matched its query.
+#[derive(Clone, Copy, Debug, Serialize, JsonSchema)]
+#[schemars(inline)]
+pub enum MatchedOut {
+    #[serde(rename = "words")]
+    Words,
+    #[serde(rename = "word forms")]
+    WordForms,
+}
+
+impl From<Matched> for MatchedOut {
+    fn from(m: Matched) -> Self {
+        match m {
+            Matched::Words => MatchedOut::Words,
+            Matched::WordForms => MatchedOut::WordForms,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -110,7 +136,8 @@ pub struct SearchOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "String")]
     pub next_cursor: Option<String>,
-    /// No memory had every word; hits have some of them.
+    /// Fewer memories than asked for have every word: after those (if any), hits have
+    /// some of the words.
     pub relaxed: bool,
     /// Present (true) when the query went past what a search reads (its first 1,024
     /// bytes, 64 words or phrases, 16 words a phrase, 8 `prefix*` words): only that part
@@ -130,6 +157,7 @@ impl From<SearchHit> for HitOut {
             description: h.description,
             updated_at: h.updated_at,
             expired: h.expired,
+            matched: h.matched.into_iter().map(MatchedOut::from).collect(),
         }
     }
 }
@@ -150,8 +178,10 @@ impl From<SearchResult> for SearchOut {
 impl MemdirServer {
     /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
     /// `recent`, newest first. Returns paths, the best matching lines (numbered) and
-    /// descriptions. Words are ANDed, relaxed to OR when nothing has them all; "quoted
-    /// phrases" and prefix* work; any text is a valid query. Memories whose frontmatter
+    /// descriptions. Words are ANDed (memories with some of them follow when too few have
+    /// them all) and found
+    /// in any of their forms; a whole question works; "quoted phrases" (exact) and
+    /// prefix* work; any text is a valid query. Memories whose frontmatter
     /// `expires` has passed are left out unless include_expired is true.
     #[tool(
         input_schema = input::<SearchParams>(),
@@ -231,13 +261,16 @@ fn render(query: &str, out: &SearchOut) -> String {
         return s;
     }
     if out.relaxed {
-        s.push_str("No memory contains every word; showing memories that contain some of them.\n");
+        s.push_str("Few memories contain every word; after them come memories that contain some of them.\n");
     }
     let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
     for h in &out.hits {
         let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
         if h.expired {
             s.push_str(", EXPIRED");
+        }
+        if h.matched.iter().any(|m| matches!(m, MatchedOut::WordForms)) {
+            s.push_str(", matched word forms");
         }
         s.push(')');
         if let Some(n) = &h.name {

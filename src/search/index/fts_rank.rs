@@ -40,8 +40,9 @@ pub const IDF_HERE: i32 = 0;
 /// Mode: leave the IDF out; the caller multiplies by [`idf`] of the rows it got.
 pub const IDF_LATER: i32 = 1;
 
-/// Column weights: `body` and `tri` fully, `tail` (lone CJK characters) a little.
-pub const WEIGHTS: [f64; 3] = [1.0, 0.2, 1.0];
+/// Column weights: `body` and `tri` fully, `tail` (lone CJK characters) a little, `stem`
+/// (another form of a word) [`FORM_WEIGHT`].
+pub const WEIGHTS: [f64; 4] = [1.0, 0.2, 1.0, bm25::FORM_WEIGHT];
 
 /// Document lengths in tokens by row id, as FTS5 counts them, filled as queries meet
 /// documents; and the table's row count at the last query that scored anything.

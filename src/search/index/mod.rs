@@ -4,7 +4,9 @@
 //!
 //! Tokens come from `crate::search::tokenize` (the one tokenizer), stored space-separated
 //! in a contentless FTS5 table whose `ascii` tokenizer only splits on spaces, so FTS5
-//! positions are our positions and phrase queries stay exact. Several processes write
+//! positions are our positions and phrase queries stay exact. A fourth column holds the
+//! words' stems (`crate::search::lang`) where they differ from the words, weighted below
+//! the words themselves, so a word is found by its forms and its exact form ranks first. Several processes write
 //! through WAL and `BEGIN IMMEDIATE` transactions with a busy timeout.
 
 // The door to the index's own SQLite database and its folder (clippy.toml).
@@ -20,11 +22,13 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::frontmatter::Frontmatter;
 use crate::search::Clause;
+use crate::search::filter::Filter;
+use crate::search::lang::index_stems;
 use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-4;tokenizer-3";
+pub const FORMAT: &str = "memdir-index-5;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
@@ -38,22 +42,6 @@ pub struct IndexedDoc<'a> {
     pub stamp: Stamp,
     pub text: &'a str,
     pub frontmatter: Option<&'a Frontmatter>,
-}
-
-/// Which documents a query may return.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Scope<'a> {
-    /// Relative path of a file, or of a folder (ending in `/`); `None` = the whole store.
-    pub prefix: Option<&'a str>,
-    pub kind: Option<&'a str>,
-    pub tag: Option<&'a str>,
-    /// Leave out documents whose frontmatter expiry (seconds since the epoch) is at or
-    /// before this time.
-    pub live_at: Option<i64>,
-    /// Only documents modified at or after this time (nanoseconds since the epoch).
-    pub updated_after_ns: Option<i64>,
-    /// Only documents modified before this time (nanoseconds since the epoch).
-    pub updated_before_ns: Option<i64>,
 }
 
 /// How a query's page is chosen.
@@ -197,7 +185,7 @@ impl Index {
                         expires INTEGER);
                      CREATE INDEX docs_expires ON docs(expires) WHERE expires IS NOT NULL;
                      CREATE VIRTUAL TABLE fts USING fts5(
-                        body, tail, tri, content='', contentless_delete=1,
+                        body, tail, tri, stem, content='', contentless_delete=1,
                         tokenize=\"ascii tokenchars '_'\", detail=full);",
                 )?;
                 self.conn.execute(
@@ -304,11 +292,11 @@ impl Index {
         &self,
         clauses: &[Clause],
         combine: Combine,
-        scope: &Scope,
+        filter: &Filter,
         offset: usize,
         limit: usize,
     ) -> IndexResult<(usize, Vec<Ranked>)> {
-        let page = self.query_page(clauses, combine, scope, Order::Relevance, offset, limit)?;
+        let page = self.query_page(clauses, combine, filter, Order::Relevance, offset, limit)?;
         Ok((page.total, page.rows))
     }
 
@@ -327,27 +315,27 @@ impl Index {
         &self,
         clauses: &[Clause],
         combine: Combine,
-        scope: &Scope,
+        filter: &Filter,
         order: Order,
         offset: usize,
         limit: usize,
     ) -> IndexResult<Page> {
-        let Some(expr) = match_expression(clauses, combine) else {
+        let Some((expr, phrases)) = match_expression(clauses, combine) else {
             return Ok(Page::default());
         };
         self.check_schema()?;
-        let mut scope = *scope;
+        let mut filter = *filter;
         // Most stores hold nothing expired: then the expiry filter is left out, and with
         // it the join that would cost every query (one look-up in a partial index).
-        if let Some(now) = scope.live_at
+        if let Some(now) = filter.live_at
             && !self.any_expired(now)?
         {
-            scope.live_at = None;
+            filter.live_at = None;
         }
-        let (filter, args) = scope_filter(&scope);
+        let (filter, args) = filter.sql();
         // One phrase and no filter: the rows returned are the documents holding the phrase,
         // so its IDF is known from their count and need not cost FTS5 a second pass.
-        let idf_later = clauses.len() == 1 && filter.is_empty();
+        let idf_later = phrases == 1 && filter.is_empty();
         let mode = if idf_later {
             fts_rank::IDF_LATER
         } else {
@@ -473,6 +461,7 @@ impl Writer<'_> {
         self.remove(doc.rel)?;
         let (body, tail, _) = index_text(doc.text);
         let tri = index_trigrams(doc.text);
+        let stem = index_stems(&body);
         let fm = doc.frontmatter;
         let tags = fm
             .filter(|f| !f.tags.is_empty())
@@ -494,8 +483,10 @@ impl Writer<'_> {
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn
-            .prepare_cached("INSERT INTO fts(rowid, body, tail, tri) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![id, body, tail, tri])?;
+            .prepare_cached(
+                "INSERT INTO fts(rowid, body, tail, tri, stem) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?
+            .execute(params![id, body, tail, tri, stem])?;
         Ok(())
     }
 
@@ -532,12 +523,24 @@ impl Writer<'_> {
     }
 }
 
-/// The FTS5 expression for the clauses: every token quoted, so no input is syntax.
-fn match_expression(clauses: &[Clause], combine: Combine) -> Option<String> {
+/// The FTS5 expression for the clauses (every token quoted, so no input is syntax) and
+/// how many phrases it has.
+fn match_expression(clauses: &[Clause], combine: Combine) -> Option<(String, usize)> {
+    let mut phrases = 0;
     let parts: Vec<String> = clauses
         .iter()
         .map(|c| match c {
             Clause::Term(t) => format!("{{body tail}} : {}", quote(t)),
+            // The word itself, or in the stem column its stem: one phrase when it is its
+            // own stem; else its exact form is a second, rarer phrase, which lifts a
+            // document holding it above one that holds another form only.
+            Clause::Word { exact, stem } if exact == stem => {
+                format!("{{body stem}} : {}", quote(stem))
+            }
+            Clause::Word { exact, stem } => {
+                phrases += 1;
+                format!("body : {} OR {{body stem}} : {}", quote(exact), quote(stem))
+            }
             Clause::Prefix(p) => format!("{{body tail}} : {} *", quote(p)),
             Clause::Phrase(words) => format!("body : {}", quote(&words.join(" "))),
             Clause::Run(run) => format!("tri : {}", quote(&trigrams(run).join(" "))),
@@ -547,60 +550,16 @@ fn match_expression(clauses: &[Clause], combine: Combine) -> Option<String> {
     if parts.is_empty() {
         return None;
     }
-    Some(parts.join(match combine {
+    phrases += parts.len();
+    let expr = parts.join(match combine {
         Combine::All => " AND ",
         Combine::Any => " OR ",
-    }))
+    });
+    Some((expr, phrases))
 }
 
 fn quote(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
-}
-
-/// SQL conditions (appended after the MATCH) and their arguments, bound from `?2` on.
-fn scope_filter(scope: &Scope) -> (String, Vec<String>) {
-    let mut sql = String::new();
-    let mut args: Vec<String> = Vec::new();
-    let mut bind = |value: String| {
-        args.push(value);
-        format!("?{}", args.len() + 1)
-    };
-    if let Some(prefix) = scope.prefix {
-        match prefix.strip_suffix('/') {
-            Some(dir) => {
-                let lo = bind(format!("{dir}/"));
-                let hi = bind(format!("{dir}0"));
-                sql.push_str(&format!(" AND docs.path >= {lo} AND docs.path < {hi}"));
-            }
-            None => {
-                let p = bind(prefix.to_owned());
-                sql.push_str(&format!(" AND docs.path = {p}"));
-            }
-        }
-    }
-    if let Some(kind) = scope.kind {
-        let k = bind(kind.to_owned());
-        sql.push_str(&format!(" AND docs.kind = {k}"));
-    }
-    if let Some(tag) = scope.tag {
-        let t = bind(format!("\u{1f}{tag}\u{1f}"));
-        sql.push_str(&format!(" AND instr(docs.tags, {t}) > 0"));
-    }
-    if let Some(now) = scope.live_at {
-        let n = bind(now.to_string());
-        sql.push_str(&format!(
-            " AND (docs.expires IS NULL OR docs.expires > CAST({n} AS INTEGER))"
-        ));
-    }
-    if let Some(after) = scope.updated_after_ns {
-        let a = bind(after.to_string());
-        sql.push_str(&format!(" AND docs.mtime_ns >= CAST({a} AS INTEGER)"));
-    }
-    if let Some(before) = scope.updated_before_ns {
-        let b = bind(before.to_string());
-        sql.push_str(&format!(" AND docs.mtime_ns < CAST({b} AS INTEGER)"));
-    }
-    (sql, args)
 }
 
 #[cfg(test)]
@@ -672,17 +631,18 @@ mod tests {
     }
 
     /// Path → minus FTS5's own `bm25()` (higher is better), the reference.
-    fn reference(index: &Index, q: &Query, combine: Combine, scope: &Scope) -> Vec<(String, f64)> {
-        let Some(expr) = match_expression(&q.clauses, combine) else {
+    fn reference(index: &Index, q: &Query, combine: Combine, scope: &Filter) -> Vec<(String, f64)> {
+        let Some((expr, _)) = match_expression(&q.clauses, combine) else {
             return Vec::new();
         };
-        let (filter, args) = scope_filter(scope);
+        let (filter, args) = scope.sql();
         let sql = format!(
-            "SELECT docs.path, bm25(fts, {}, {}, {}) FROM fts JOIN docs ON docs.id = fts.rowid
+            "SELECT docs.path, bm25(fts, {}, {}, {}, {}) FROM fts JOIN docs ON docs.id = fts.rowid
              WHERE fts MATCH ?1{filter}",
             fts_rank::WEIGHTS[0],
             fts_rank::WEIGHTS[1],
-            fts_rank::WEIGHTS[2]
+            fts_rank::WEIGHTS[2],
+            fts_rank::WEIGHTS[3]
         );
         let mut all: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
@@ -713,6 +673,8 @@ mod tests {
             "데이터베이스",
             "사용 note",
             "compaction",
+            "deployed crashes",
+            "notes",
             "note memory deploy",
             "\"safe index\" note",
             "nothing-matches-this",
@@ -723,9 +685,9 @@ mod tests {
             let q = Query::parse(text);
             for combine in [Combine::All, Combine::Any] {
                 for prefix in scopes {
-                    let scope = Scope {
+                    let scope = Filter {
                         prefix,
-                        ..Scope::default()
+                        ..Filter::default()
                     };
                     let want = reference(index, &q, combine, &scope);
                     let (total, page) =

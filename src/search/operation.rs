@@ -1,0 +1,366 @@
+//! The search operation: each scope's candidates and ranks from its store's index (or,
+//! without one, from a scan of its files), the rankings of every scope merged into one
+//! page, and the hits on it read from their files for their lines. A shown hit whose file
+//! no longer matches what the index holds is re-synced and the query re-run, so no result
+//! ever shows text that is not in the file.
+//!
+//! It reads the stores through a [`Corpus`] (the memory operations' context implements
+//! it), so this wing knows no `Memdir`.
+
+use std::time::SystemTime;
+
+use super::filter::Filter;
+use super::index::{Combine, Index, Order, Stamp};
+use super::matching::{Matched, Shown, shown_lines};
+use super::snippet::clip;
+use super::{DocMatch, Query, Scorer};
+use crate::error::{Error, Result};
+use crate::frontmatter;
+use crate::path::MemPath;
+use crate::text;
+
+/// A memory file as a search reads it.
+#[derive(Debug)]
+pub struct Doc {
+    pub text: String,
+    pub modified: SystemTime,
+    pub stamp: Stamp,
+}
+
+/// What a search reads the stores through.
+pub trait Corpus {
+    /// Runs `f` on the index of store `store`, brought up to date first. `None` when the
+    /// store has no usable index; an error when the database holding the store is away.
+    fn with_index<T>(&self, store: usize, f: impl FnOnce(&Index) -> T) -> Result<Option<T>>;
+    /// The files at or under `scope` (an error only when the database holding the store
+    /// is away).
+    fn files_under(&self, scope: &MemPath) -> Result<Vec<MemPath>>;
+    /// One file; `Ok(None)` if nothing is there.
+    fn read(&self, p: &MemPath) -> Result<Option<Doc>>;
+    /// Several files, read together where the store can.
+    fn read_many(&self, paths: &[MemPath]) -> Vec<Result<Option<Doc>>>;
+    /// Re-syncs one path with its store's index (a hit found stale).
+    fn resync(&self, p: &MemPath);
+}
+
+/// One search: the query, where (each scope with its path prefix in the index), which
+/// memories, in what order, which page, and how many bytes of results at most.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    pub query: &'a Query,
+    /// Every path searched, with its prefix in the index (`None` for a store's root).
+    pub scopes: &'a [(MemPath, Option<String>)],
+    pub filter: Filter<'a>,
+    pub order: Order,
+    pub offset: usize,
+    pub limit: usize,
+    /// Hits stop once their text passes this many bytes.
+    pub budget: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct SearchHit {
+    pub path: String,
+    /// Relevance relative to the best hit of the search (1 for it): raw BM25 is not a
+    /// figure a person can read (a word in most memories scores 1e-6, as its IDF floors).
+    pub score: f64,
+    /// The best matching line (1-based).
+    pub line: usize,
+    /// Up to 3 matching lines, numbered.
+    pub snippet: String,
+    /// Frontmatter `name`.
+    pub name: Option<String>,
+    pub description: Option<String>,
+    /// Its frontmatter expiry has passed (shown only with `include_expired`).
+    pub expired: bool,
+    pub updated_at: String,
+    /// How it matched the query.
+    pub matched: Vec<Matched>,
+}
+
+#[derive(Debug)]
+pub struct SearchResult {
+    pub hits: Vec<SearchHit>,
+    pub total_hits: usize,
+    pub next_cursor: Option<String>,
+    /// Fewer memories than the page asks for hold every word, so the page goes on with
+    /// memories that hold some of them.
+    pub relaxed: bool,
+    /// The query went past its bounds: only its first part was searched.
+    pub query_cut: bool,
+}
+
+/// Re-runs of a query after finding stale hits, before showing what there is.
+const ATTEMPTS: usize = 3;
+
+/// A ranked candidate: where, how good, and the stamp the index holds (none for a scan).
+struct Candidate {
+    path: MemPath,
+    score: f64,
+    /// Modification time, for the most recent first.
+    modified_ns: i64,
+    indexed: Option<Stamp>,
+    /// It holds only some of the query's words (ranked after every one that holds all).
+    partial: bool,
+}
+
+/// What every scope's matches add up to: how many (and how many hold every word), the
+/// best score, the top candidates.
+#[derive(Default)]
+struct Ranking {
+    total: usize,
+    complete: usize,
+    best: f64,
+    candidates: Vec<Candidate>,
+}
+
+impl Ranking {
+    /// These matches of every word, then `some`'s (matches of any word) not among them.
+    fn then(mut self, some: Ranking) -> Ranking {
+        let have: std::collections::HashSet<String> =
+            self.candidates.iter().map(|c| c.path.canonical()).collect();
+        self.candidates.extend(
+            some.candidates
+                .into_iter()
+                .filter(|c| !have.contains(&c.path.canonical()))
+                .map(|c| Candidate { partial: true, ..c }),
+        );
+        self.best = self.best.max(some.best);
+        self.total = some.total;
+        self
+    }
+}
+
+/// Nanoseconds since the epoch, as the index stores a file's modification time.
+fn nanos(t: SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// `score` as a share of `best`, the top score of the search, in (0, 1].
+fn relative(score: f64, best: f64) -> f64 {
+    if best > 0.0 && score.is_finite() {
+        (score / best).clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
+/// Runs a search: the memories that hold every word, then (relaxed) those that hold some,
+/// when the first are fewer than the page needs; the page asked for.
+pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
+    let query = plan.query;
+    let mut result = SearchResult {
+        hits: Vec::new(),
+        total_hits: 0,
+        next_cursor: None,
+        relaxed: false,
+        query_cut: query.cut,
+    };
+    if query.is_empty() {
+        return Ok(result);
+    }
+    let need = plan.offset + plan.limit;
+    for attempt in 0..ATTEMPTS {
+        let mut ranking = rank(corpus, plan, Combine::All, need)?;
+        // Fewer memories than the page needs hold every word: the page goes on with those
+        // that hold some of them, ranked after every one that holds them all.
+        let relaxed = ranking.total < need && query.clauses.len() > 1;
+        if relaxed {
+            let some = rank(corpus, plan, Combine::Any, need)?;
+            ranking = ranking.then(some);
+        }
+        let relaxed = relaxed && ranking.total > ranking.complete;
+        let Ranking {
+            total,
+            best,
+            candidates: mut ranked,
+            ..
+        } = ranking;
+        match plan.order {
+            Order::Relevance => ranked.sort_by(|a, b| {
+                a.partial
+                    .cmp(&b.partial)
+                    .then_with(|| b.score.total_cmp(&a.score))
+                    .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+            }),
+            Order::Recent => ranked.sort_by(|a, b| {
+                a.partial
+                    .cmp(&b.partial)
+                    .then_with(|| b.modified_ns.cmp(&a.modified_ns))
+                    .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+            }),
+        }
+        let page = ranked.iter().skip(plan.offset).take(plan.limit);
+        let (mut hits, stale) = show(corpus, query, plan.budget, page);
+        for hit in &mut hits {
+            hit.score = relative(hit.score, best);
+        }
+        result = SearchResult {
+            next_cursor: (plan.offset + hits.len() < total && !hits.is_empty())
+                .then(|| (plan.offset + hits.len()).to_string()),
+            hits,
+            total_hits: total,
+            relaxed,
+            query_cut: query.cut,
+        };
+        if !stale {
+            break;
+        }
+        tracing::debug!(attempt, "a search hit was stale; re-running the query");
+    }
+    Ok(result)
+}
+
+/// Every scope's matches: the total, the best score, and the top `need` of each.
+fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Result<Ranking> {
+    let mut out = Ranking::default();
+    for (scope, prefix) in plan.scopes {
+        let filter = Filter {
+            prefix: prefix.as_deref(),
+            ..plan.filter
+        };
+        let indexed = corpus.with_index(scope.store, |index| {
+            index.query_page(&plan.query.clauses, combine, &filter, plan.order, 0, need)
+        })?;
+        match indexed {
+            Some(Ok(page)) => {
+                out.total += page.total;
+                out.complete += page.total;
+                out.best = out.best.max(page.best);
+                out.candidates
+                    .extend(page.rows.into_iter().map(|r| Candidate {
+                        path: scope.with_rel(&r.rel),
+                        score: r.score,
+                        modified_ns: r.stamp.mtime_ns,
+                        indexed: Some(r.stamp),
+                        partial: false,
+                    }));
+            }
+            other => {
+                if let Some(Err(e)) = other {
+                    tracing::warn!(error = %e, "index query failed; scanning");
+                }
+                let rows = scan(corpus, plan.query, scope, &filter, combine)?;
+                out.total += rows.len();
+                out.complete += rows.len();
+                out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
+                out.candidates.extend(rows);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reads each hit to show it. Returns the hits and whether any was stale (its file
+/// changed since it was indexed, or no longer matches).
+fn show<'c>(
+    corpus: &impl Corpus,
+    query: &Query,
+    budget: usize,
+    page: impl Iterator<Item = &'c Candidate>,
+) -> (Vec<SearchHit>, bool) {
+    let mut hits = Vec::new();
+    let mut stale = false;
+    let mut used = 0usize;
+    // The page's memories, read together (one query for a database store).
+    let page: Vec<&Candidate> = page.collect();
+    let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
+    let docs = corpus.read_many(&paths);
+    for (c, doc) in page.into_iter().zip(docs) {
+        if used > budget {
+            break;
+        }
+        let doc = doc.ok().flatten();
+        let fresh = match (&doc, c.indexed) {
+            (Some(doc), Some(stamp)) => doc.stamp == stamp,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let Some(doc) = doc.filter(|_| fresh) else {
+            corpus.resync(&c.path);
+            stale = true;
+            continue;
+        };
+        let Some(Shown {
+            line,
+            lines,
+            matched,
+        }) = shown_lines(query, &doc.text, 3)
+        else {
+            corpus.resync(&c.path);
+            stale = true;
+            continue;
+        };
+        let mut snippet = String::new();
+        for (n, l) in lines {
+            if !snippet.is_empty() {
+                snippet.push('\n');
+            }
+            text::numbered_line(&mut snippet, n, &clip(l, query));
+        }
+        let fm = frontmatter::parse(&doc.text);
+        let hit = SearchHit {
+            path: c.path.canonical(),
+            score: c.score,
+            line,
+            snippet,
+            expired: fm.as_ref().is_some_and(|f| f.expired_at(text::now_secs())),
+            name: fm.as_ref().and_then(|f| f.name.clone()),
+            description: fm.and_then(|f| f.description),
+            updated_at: text::rfc3339(doc.modified),
+            matched,
+        };
+        used += hit.snippet.len() + hit.path.len() + 100;
+        hits.push(hit);
+    }
+    (hits, stale)
+}
+
+/// The scan: every visible file under `scope` read and matched, BM25 over that set.
+fn scan(
+    corpus: &impl Corpus,
+    query: &Query,
+    scope: &MemPath,
+    filter: &Filter,
+    combine: Combine,
+) -> Result<Vec<Candidate>> {
+    let mut matched = Vec::new();
+    let (mut docs, mut total_len) = (0u64, 0u64);
+    let mut df = vec![0u32; query.clauses.len()];
+    for path in corpus.files_under(scope)? {
+        let doc = match corpus.read(&path) {
+            Ok(Some(doc)) => doc,
+            Err(e @ Error::Database { .. }) => return Err(e),
+            _ => continue,
+        };
+        let modified_ns = nanos(doc.modified);
+        if !filter.admits(frontmatter::parse(&doc.text).as_ref(), modified_ns) {
+            continue;
+        }
+        let m = DocMatch::of(query, &doc.text);
+        docs += 1;
+        total_len += m.len as u64;
+        for (i, d) in df.iter_mut().enumerate() {
+            *d += u32::from(m.tf[i] > 0 || m.forms[i] > 0);
+        }
+        let keep = match combine {
+            Combine::All => m.all(),
+            Combine::Any => m.any(),
+        };
+        if keep {
+            matched.push((path, m, modified_ns));
+        }
+    }
+    let scorer = Scorer::new(&df, docs, total_len);
+    Ok(matched
+        .into_iter()
+        .map(|(path, m, modified_ns)| Candidate {
+            score: scorer.score(&m),
+            path,
+            modified_ns,
+            indexed: None,
+            partial: false,
+        })
+        .collect())
+}
