@@ -1336,6 +1336,9 @@ async fn after_sigterm_new_requests_get_503_while_calls_in_flight_finish() {
         "{:?}",
         health.headers()
     );
+    // The console too: a change it began now could be cut off by the exit.
+    let console = reqwest::get(format!("{}/", server.base)).await.unwrap();
+    assert_eq!(console.status().as_u16(), 503);
 
     // The call in flight completes and is answered; then the process exits.
     slow.write_all(body.as_bytes()).await.unwrap();

@@ -328,6 +328,8 @@ impl App {
             "/healthz" if self.draining.load(Ordering::Acquire) => shutting_down(),
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
+            // A console change started now could be cut off by the exit.
+            _ if self.draining.load(Ordering::Acquire) => shutting_down(),
             _ => self.console.handle(request).await,
         };
         tracing::info!(
