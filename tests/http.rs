@@ -1062,6 +1062,9 @@ async fn open_listen(url: &str, token: Option<&str>, id: u64, uri: &str) -> reqw
     stream
 }
 
+/// Whether a store is watched through inotify (else by the portable watcher's walks).
+const WATCHED_BY_INOTIFY: bool = cfg!(all(target_os = "linux", not(feature = "portable")));
+
 /// What a process holds: inotify instances, threads, resident memory (KiB).
 #[derive(Clone, Copy, Debug)]
 struct Holdings {
@@ -1169,7 +1172,8 @@ async fn abandoned_listen_streams_are_released() {
         "memory not released: {after:?} vs {idle:?}"
     );
     assert!(
-        late_writes <= fresh_writes * 3 + Duration::from_secs(1),
+        // Before the fix, 19.6 s against 1.3 s; the slack is for a busy machine.
+        late_writes <= fresh_writes * 5 + Duration::from_secs(2),
         "writes slowed down: {fresh_writes:?} fresh, {late_writes:?} after the streams"
     );
     server.terminate().await;
@@ -1187,10 +1191,13 @@ async fn a_cancelled_listen_stream_is_released() {
     writer.ok("memory_search", json!({"query": "memory"})).await;
     let idle = holdings(pid);
     let mut stream = open_listen(&server.url(), Some(ALICE), 41, "memory://memories/a.md").await;
-    assert!(
-        holdings(pid).inotify > idle.inotify,
-        "the stream watches the store"
-    );
+    // The portable watcher walks the store instead: it holds no inotify instance.
+    if WATCHED_BY_INOTIFY {
+        assert!(
+            holdings(pid).inotify > idle.inotify,
+            "the stream watches the store"
+        );
+    }
 
     // Another client's cancel of the same request id does not end it: a change made
     // after it still arrives...
