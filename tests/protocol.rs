@@ -999,7 +999,9 @@ async fn eof_after_a_run_of_odd_messages_ends_the_process_promptly() {
     // Malformed JSON, wrong types, unknown tools and methods, then a valid call answered,
     // then stdin closes: the process must be gone at once, every time.
     const RUNS: usize = 20;
-    const BOUND: Duration = Duration::from_secs(1);
+    // Each exit must be prompt; the bound leaves room for a busy machine, the median
+    // below must stay well under it, and the log check above catches the cause itself.
+    const BOUND: Duration = Duration::from_secs(3);
     let odd = [
         "{".to_owned(),
         "not json".to_owned(),
@@ -1039,11 +1041,13 @@ async fn eof_after_a_run_of_odd_messages_ends_the_process_promptly() {
         assert!(status.success(), "run {run}: memdir exited with {status}");
         took.push(elapsed);
         // The exit did no work on the index, a cache: closing it would checkpoint its
-        // log into the database with an fsync, which a busy disk stretches past a second.
-        assert_eq!(
-            wal_of(index.path()),
-            wal,
-            "run {run}: the exit checkpointed the index"
+        // log into the database with an fsync, which a busy disk stretches past a second,
+        // and then remove or empty the log. (Its size and time may still change before
+        // the exit: upkeep runs in the background.)
+        let left = wal_of(index.path());
+        assert!(
+            left.is_some_and(|(len, _)| len > 0),
+            "run {run}: the exit checkpointed the index (log before {wal:?}, after {left:?})"
         );
     }
     let ms = |d: &Duration| format!("{:.1}", d.as_secs_f64() * 1e3);
@@ -1055,6 +1059,10 @@ async fn eof_after_a_run_of_odd_messages_ends_the_process_promptly() {
         took.iter().map(ms).collect::<Vec<_>>().join(", ")
     );
     assert!(max < BOUND, "an exit took {max:?} (runs: {took:?})");
+    assert!(
+        median(&took) < Duration::from_secs(1),
+        "exits took {took:?}"
+    );
 }
 
 #[tokio::test]
