@@ -777,6 +777,8 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
                 ("reason", "x"),
             ],
         ),
+        ("/restore", vec![("path", "/ro/fixed.md"), ("version", "1")]),
+        ("/redact", vec![("store", "ro"), ("version", "1")]),
     ] {
         let mut all = vec![("csrf", csrf.as_str())];
         all.extend(fields);
@@ -1012,4 +1014,309 @@ async fn serve_http_without_tokens_keeps_the_console_closed() {
         assert!(r.text().await.unwrap().contains("--tokens"), "{path}");
     }
     let _ = child.start_kill();
+}
+
+/// The records of a store's history log, oldest first.
+fn history_log(store: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(store.join(".memdir/history/log.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The number of the newest version of the store whose content has `sha`.
+fn version_with(store: &Path, sha: &str) -> u64 {
+    history_log(store)
+        .iter()
+        .rev()
+        .find(|r| r["sha256"] == sha)
+        .unwrap_or_else(|| panic!("a version with {sha}"))["version"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A signed-in page's body, with its status checked.
+async fn page_of(served: &Served, cookie: &str, path: &str, status: StatusCode) -> String {
+    let r = served
+        .get(path)
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), status, "{path}");
+    assert_hardened(&r, path);
+    r.text().await.unwrap()
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test]
+async fn history_diff_restore_and_redact_are_versions_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let first = "# Note\n\nfirst version\n";
+    let second = "# Note\n\nsecond version\n";
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &common::sha256_hex(first.as_bytes())),
+                ("content", second),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let v1 = version_with(&store, &common::sha256_hex(first.as_bytes()));
+    let v2 = version_with(&store, &common::sha256_hex(second.as_bytes()));
+
+    // The timeline of the memory and of its folder: operation, actor, time, size.
+    let at2 = history_log(&store)
+        .iter()
+        .find(|r| r["version"] == v2)
+        .unwrap()["at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for path in ["/memories/note.md", "/memories/"] {
+        let page = page_of(
+            &served,
+            &cookie,
+            &format!("/history?path={}", enc(path)),
+            StatusCode::OK,
+        )
+        .await;
+        for shown in ["modified", LOCAL_USER, &at2, "/memories/note.md", "23 B"] {
+            assert!(page.contains(shown), "{path} shows {shown}: {page}");
+        }
+        assert!(page.contains(&format!("value=\"{v1}\"")), "{path}: {page}");
+    }
+
+    // The diff between the two versions.
+    let diff = page_of(
+        &served,
+        &cookie,
+        &format!("/diff?store=memories&from={v1}&to={v2}"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(diff.contains("− first version"), "{diff}");
+    assert!(diff.contains("+ second version"), "{diff}");
+    assert!(diff.contains("  # Note"), "{diff}");
+    let missing = page_of(
+        &served,
+        &cookie,
+        "/diff?store=memories&from=1&to=999",
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    assert!(missing.contains("has no version 999"), "{missing}");
+
+    // Restore needs the CSRF token; then it is a new version by the person.
+    let before = snapshot(&store);
+    let v1s = v1.to_string();
+    let r = served
+        .post(
+            "/restore",
+            &[("path", "/memories/note.md"), ("version", &v1s)],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let version_page = page_of(
+        &served,
+        &cookie,
+        &format!("/version?store=memories&version={v1}"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(version_page.contains("first version"), "{version_page}");
+    assert!(
+        version_page.contains("action=\"/restore\""),
+        "{version_page}"
+    );
+    let r = served
+        .post(
+            "/restore",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("version", &v1s),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        first
+    );
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["actor"], LOCAL_USER);
+    assert_eq!(last["op"], "modified");
+    assert_eq!(
+        last["sha256"],
+        common::sha256_hex(first.as_bytes()).as_str()
+    );
+
+    // Redaction: the confirmation names path, version and time, and changes nothing.
+    let before = snapshot(&store);
+    let confirm = page_of(
+        &served,
+        &cookie,
+        &format!("/redact?store=memories&version={v2}"),
+        StatusCode::OK,
+    )
+    .await;
+    for shown in ["/memories/note.md", &format!(">{v2}<"), &at2] {
+        assert!(
+            confirm.contains(shown),
+            "the confirmation names {shown}: {confirm}"
+        );
+    }
+    assert_eq!(snapshot(&store), before, "a GET erases nothing");
+    let v2s = v2.to_string();
+    let r = served
+        .post(
+            "/redact",
+            &[
+                ("csrf", "0".repeat(64).as_str()),
+                ("store", "memories"),
+                ("version", &v2s),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let r = served
+        .post(
+            "/redact",
+            &[("csrf", &csrf), ("store", "memories"), ("version", &v2s)],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let redacted = history_log(&store)
+        .into_iter()
+        .find(|r| r["version"] == v2)
+        .unwrap();
+    assert_eq!(redacted["redacted"], true, "{redacted}");
+    assert_eq!(redacted["path"], "", "{redacted}");
+    page_of(
+        &served,
+        &cookie,
+        &format!("/diff?store=memories&from={v1}&to={v2}"),
+        StatusCode::GONE,
+    )
+    .await;
+    let timeline = page_of(
+        &served,
+        &cookie,
+        "/history?path=%2Fmemories%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(timeline.contains("redacted"), "{timeline}");
+    assert!(!timeline.contains("second version"));
+}
+
+#[tokio::test]
+async fn history_pages_show_hostile_actors_paths_and_contents_as_text() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    let payload = "<script>window.__pwned=1</script>";
+    let name_payload = "<img src=x onerror=\"window.__pwned=1\">";
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::create_dir_all(&store).unwrap();
+    // An agent whose client name is a payload writes a hostile path twice.
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--root")
+        .arg(&store)
+        .args(["serve", "--no-index"])
+        .env("RUST_LOG", "memdir=warn")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        );
+    let (transport, _log) = common::spawn_mcp(cmd);
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(payload, "1"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP handshake");
+    let path = format!("/memories/{name_payload}.md");
+    for content in [format!("one {payload}\n"), format!("two {payload}\n")] {
+        let args = serde_json::json!({"path": path, "content": content});
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("memory_write")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    client.cancel().await.unwrap();
+    let log = history_log(&store);
+    assert_eq!(log.len(), 2, "{log:?}");
+    let (v1, v2) = (
+        log[0]["version"].as_u64().unwrap(),
+        log[1]["version"].as_u64().unwrap(),
+    );
+
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    for page in [
+        format!("/history?path={}", enc(&path)),
+        "/history?path=%2Fmemories%2F".to_string(),
+        format!("/diff?store=memories&from={v1}&to={v2}"),
+        format!("/version?store=memories&version={v1}"),
+        format!("/redact?store=memories&version={v2}"),
+    ] {
+        let html = page_of(&served, &cookie, &page, StatusCode::OK).await;
+        for raw in [payload, name_payload] {
+            assert!(!html.contains(raw), "{page} holds {raw} unescaped: {html}");
+        }
+        assert!(
+            html.contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;"),
+            "{page} shows the payload as text: {html}"
+        );
+        if !page.starts_with("/diff") && !page.starts_with("/version") {
+            assert!(
+                html.contains("&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;.md"),
+                "{page} shows the path as text: {html}"
+            );
+        }
+    }
 }

@@ -43,7 +43,8 @@ use session::{Session, Sessions};
 
 /// Every path the console answers (any other is 404 before any sign-in check).
 const PAGES: &[&str] = &[
-    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/signin", "/signout",
+    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/history", "/version",
+    "/diff", "/restore", "/redact", "/signin", "/signout",
 ];
 
 /// A response body, as the HTTP transport's.
@@ -160,6 +161,10 @@ impl Console {
             "/edit" => pages::edit::form(view, query).await,
             "/new" => pages::create::form(view, query).await,
             "/delete" => pages::delete::form(view, query).await,
+            "/history" => pages::history::page(view, query).await,
+            "/version" => pages::history::version(view, query).await,
+            "/diff" => pages::history::diff(view, query).await,
+            "/redact" => pages::history::redact_form(view, query).await,
             _ => Err(Page::error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "Method Not Allowed: this page is changed with POST only",
@@ -178,6 +183,8 @@ impl Console {
             "/edit" => pages::edit::submit(view, form).await,
             "/new" => pages::create::submit(view, form).await,
             "/delete" => pages::delete::submit(view, form).await,
+            "/restore" => pages::history::restore(view, form).await,
+            "/redact" => pages::history::redact(view, form).await,
             _ => Err(Page::error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "Method Not Allowed: this page is read with GET",

@@ -5,7 +5,6 @@
 
 use http::StatusCode;
 use maud::{Markup, html};
-use similar::{ChangeTag, TextDiff};
 
 use super::View;
 use super::memory::load;
@@ -77,7 +76,6 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
 /// The memory changed since the form was opened: theirs against yours, nothing written.
 async fn conflict(view: View, path: &str, yours: &str) -> Result<Page, Page> {
     let theirs = load(&view, path).await?;
-    let diff = TextDiff::from_lines(theirs.text.as_str(), yours);
     let body = html! {
         h1 { "Conflict: " (path) " changed meanwhile" }
         p.message {
@@ -85,15 +83,7 @@ async fn conflict(view: View, path: &str, yours: &str) -> Result<Page, Page> {
             "Below, lines only in the current version are marked −, lines only in yours +. "
             "Saving the form below replaces the current version with yours."
         }
-        pre.diff {
-            @for change in diff.iter_all_changes() {
-                @match change.tag() {
-                    ChangeTag::Delete => span.del { "− " (change.value()) },
-                    ChangeTag::Insert => span.add { "+ " (change.value()) },
-                    ChangeTag::Equal => span { "  " (change.value()) },
-                }
-            }
-        }
+        (layout::diff(&theirs.text, yours))
         h2 { "Yours" }
         (editor(&view, path, &theirs.sha256, yours))
     };

@@ -1,5 +1,6 @@
 //! The console's pages, one file per concern: `stores` (the front page), `folder`,
-//! `memory`, `search`, `edit` (with the conflict view), `create`, `delete`, and `signin`
+//! `memory`, `search`, `edit` (with the conflict view), `create`, `delete`, `history` (timelines,
+//! versions, diffs, restore, redaction), and `signin`
 //! (sign-in, the one-time link, sign-out). Each page calls the library operation the
 //! matching MCP tool calls, on a blocking thread, and renders its result.
 
@@ -7,6 +8,7 @@ pub mod create;
 pub mod delete;
 pub mod edit;
 pub mod folder;
+pub mod history;
 pub mod memory;
 pub mod search;
 pub mod signin;
