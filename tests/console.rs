@@ -777,6 +777,14 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
                 ("reason", "x"),
             ],
         ),
+        (
+            "/rename",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("sha256", fixed_sha.as_str()),
+                ("new_path", "/ro/moved.md"),
+            ],
+        ),
         ("/restore", vec![("path", "/ro/fixed.md"), ("version", "1")]),
         ("/redact", vec![("store", "ro"), ("version", "1")]),
     ] {
@@ -801,6 +809,7 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
         .await
         .unwrap();
     assert!(!page.contains("/edit?"), "{page}");
+    assert!(!page.contains("/rename?"), "{page}");
 }
 
 #[tokio::test]
@@ -1319,4 +1328,90 @@ async fn history_pages_show_hostile_actors_paths_and_contents_as_text() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn rename_needs_the_sha256_it_showed_and_is_a_version_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(
+        &served,
+        &cookie,
+        "/rename?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    assert!(page.contains(&sha), "the form carries the sha256 shown");
+
+    // Changed meanwhile: not moved.
+    std::fs::write(store.join("note.md"), "# Note\n\ntheir version\n").unwrap();
+    let before = snapshot(&store);
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &sha),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(snapshot(&store), before);
+
+    // With the current sha256 and no CSRF token: refused, nothing moved.
+    let theirs = common::sha256_hex(b"# Note\n\ntheir version\n");
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("path", "/memories/note.md"),
+                ("sha256", &theirs),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &theirs),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/memory?path=%2Fmemories%2Fmoved%2Fnote.md"
+    );
+    assert!(!store.join("note.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(store.join("moved/note.md")).unwrap(),
+        "# Note\n\ntheir version\n"
+    );
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["op"], "renamed");
+    assert_eq!(last["actor"], LOCAL_USER);
+    assert_eq!(last["from"], "note.md");
 }

@@ -43,8 +43,8 @@ use session::{Session, Sessions};
 
 /// Every path the console answers (any other is 404 before any sign-in check).
 const PAGES: &[&str] = &[
-    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/history", "/version",
-    "/diff", "/restore", "/redact", "/signin", "/signout",
+    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/rename", "/history",
+    "/version", "/diff", "/restore", "/redact", "/signin", "/signout",
 ];
 
 /// A response body, as the HTTP transport's.
@@ -161,6 +161,7 @@ impl Console {
             "/edit" => pages::edit::form(view, query).await,
             "/new" => pages::create::form(view, query).await,
             "/delete" => pages::delete::form(view, query).await,
+            "/rename" => pages::rename::form(view, query).await,
             "/history" => pages::history::page(view, query).await,
             "/version" => pages::history::version(view, query).await,
             "/diff" => pages::history::diff(view, query).await,
@@ -183,6 +184,7 @@ impl Console {
             "/edit" => pages::edit::submit(view, form).await,
             "/new" => pages::create::submit(view, form).await,
             "/delete" => pages::delete::submit(view, form).await,
+            "/rename" => pages::rename::submit(view, form).await,
             "/restore" => pages::history::restore(view, form).await,
             "/redact" => pages::history::redact(view, form).await,
             _ => Err(Page::error(

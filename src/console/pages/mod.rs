@@ -1,5 +1,5 @@
 //! The console's pages, one file per concern: `stores` (the front page), `folder`,
-//! `memory`, `search`, `edit` (with the conflict view), `create`, `delete`, `history` (timelines,
+//! `memory`, `search`, `edit` (with the conflict view), `create`, `rename`, `delete`, `history` (timelines,
 //! versions, diffs, restore, redaction), and `signin`
 //! (sign-in, the one-time link, sign-out). Each page calls the library operation the
 //! matching MCP tool calls, on a blocking thread, and renders its result.
@@ -10,6 +10,7 @@ pub mod edit;
 pub mod folder;
 pub mod history;
 pub mod memory;
+pub mod rename;
 pub mod search;
 pub mod signin;
 pub mod stores;
