@@ -1415,3 +1415,134 @@ async fn rename_needs_the_sha256_it_showed_and_is_a_version_by_the_person() {
     assert_eq!(last["actor"], LOCAL_USER);
     assert_eq!(last["from"], "note.md");
 }
+
+/// A multipart form body (as a browser sends an upload) and its Content-Type.
+fn multipart(fields: &[(&str, &str)], file: (&str, &[u8])) -> (String, Vec<u8>) {
+    let boundary = "----memdirTestBoundary7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (k, v) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n")
+                .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"a.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+            file.0
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(file.1);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+#[tokio::test]
+async fn export_downloads_the_archive_and_import_fills_only_an_empty_store() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let dest = sandbox.outside().join("dest");
+    std::fs::create_dir_all(&dest).unwrap();
+    let dest_spec = format!("dest={}", dest.display());
+    let served =
+        Served::console(&store, &["--store", &dest_spec, "--max-file-bytes", "1000"]).await;
+    let cookie = served.sign_in_by_link().await;
+    // One version by the person, so the archive holds a history.
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &common::sha256_hex(b"# Note\n\nfirst version\n")),
+                ("content", "# Note\n\nsecond version\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    // The download is what `memdir export` writes.
+    let r = served
+        .get("/export?store=memories")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_hardened(&r, "export");
+    assert_eq!(
+        r.headers()["content-disposition"],
+        "attachment; filename=\"memdir-memories.jsonl\""
+    );
+    let archive = r.bytes().await.unwrap().to_vec();
+    let cli = std::process::Command::new(BIN)
+        .arg("--root")
+        .arg(&store)
+        .arg("export")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&archive),
+        String::from_utf8_lossy(&cli.stdout)
+    );
+
+    let upload = |csrf: &str, store_name: &str, bytes: &[u8]| {
+        let (content_type, body) =
+            multipart(&[("csrf", csrf), ("store", store_name)], ("archive", bytes));
+        client()
+            .post(format!("{}/import", served.base))
+            .header("Origin", &served.base)
+            .header("Content-Type", content_type)
+            .header("Cookie", &cookie)
+            .body(body)
+            .send()
+    };
+    // A store with memories refuses, and so does an upload over the body limit of `/mcp`
+    // (1 MiB here), and one without the CSRF token: nothing changes.
+    let (before, dest_before) = (snapshot(&store), snapshot(&dest));
+    let r = upload(&csrf, "memories", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("already has memories"));
+    let mut big = archive.clone();
+    big.extend(std::iter::repeat_n(b'\n', 1 << 20));
+    let r = upload(&csrf, "dest", &big).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = upload(&"0".repeat(64), "dest", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(snapshot(&dest), dest_before);
+    assert!(dest_before.is_empty(), "{dest_before:?}");
+
+    // Into the empty store: its memories and its whole history.
+    let form = page_of(&served, &cookie, "/import?store=dest", StatusCode::OK).await;
+    assert!(form.contains("enctype=\"multipart/form-data\""), "{form}");
+    let r = upload(&csrf, "dest", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(dest.join("note.md")).unwrap(),
+        "# Note\n\nsecond version\n"
+    );
+    assert_eq!(history_log(&dest).len(), history_log(&store).len());
+    assert!(history_log(&dest).iter().any(|r| r["actor"] == LOCAL_USER));
+}

@@ -44,7 +44,7 @@ use session::{Session, Sessions};
 /// Every path the console answers (any other is 404 before any sign-in check).
 const PAGES: &[&str] = &[
     "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/rename", "/history",
-    "/version", "/diff", "/restore", "/redact", "/signin", "/signout",
+    "/version", "/diff", "/restore", "/redact", "/export", "/import", "/signin", "/signout",
 ];
 
 /// A response body, as the HTTP transport's.
@@ -162,6 +162,8 @@ impl Console {
             "/new" => pages::create::form(view, query).await,
             "/delete" => pages::delete::form(view, query).await,
             "/rename" => pages::rename::form(view, query).await,
+            "/export" => pages::archive::export(view, query).await,
+            "/import" => pages::archive::form(view, query).await,
             "/history" => pages::history::page(view, query).await,
             "/version" => pages::history::version(view, query).await,
             "/diff" => pages::history::diff(view, query).await,
@@ -185,6 +187,7 @@ impl Console {
             "/new" => pages::create::submit(view, form).await,
             "/delete" => pages::delete::submit(view, form).await,
             "/rename" => pages::rename::submit(view, form).await,
+            "/import" => pages::archive::import(view, form).await,
             "/restore" => pages::history::restore(view, form).await,
             "/redact" => pages::history::redact(view, form).await,
             _ => Err(Page::error(

@@ -1,9 +1,10 @@
 //! The console's pages, one file per concern: `stores` (the front page), `folder`,
 //! `memory`, `search`, `edit` (with the conflict view), `create`, `rename`, `delete`, `history` (timelines,
-//! versions, diffs, restore, redaction), and `signin`
+//! versions, diffs, restore, redaction), `archive` (export, import), and `signin`
 //! (sign-in, the one-time link, sign-out). Each page calls the library operation the
 //! matching MCP tool calls, on a blocking thread, and renders its result.
 
+pub mod archive;
 pub mod create;
 pub mod delete;
 pub mod edit;
