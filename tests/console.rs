@@ -1546,3 +1546,96 @@ async fn export_downloads_the_archive_and_import_fills_only_an_empty_store() {
     assert_eq!(history_log(&dest).len(), history_log(&store).len());
     assert!(history_log(&dest).iter().any(|r| r["actor"] == LOCAL_USER));
 }
+
+/// Sets a file's modification time `days` days back.
+fn age_file(path: &Path, days: u64) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn review_lists_stale_oldest_first_prune_deletes_expired_and_memory_md_shows_caps() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    std::fs::write(store.join("old.md"), "---\nname: Old one\n---\nold\n").unwrap();
+    std::fs::write(store.join("older.md"), "---\nname: Older one\n---\nolder\n").unwrap();
+    let gone = "---\nname: Freeze\nexpires: 2020-01-01\n---\ncode freeze\n";
+    std::fs::write(store.join("freeze.md"), gone).unwrap();
+    age_file(&store.join("old.md"), 100);
+    age_file(&store.join("older.md"), 200);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+
+    let page = page_of(&served, &cookie, "/review?store=memories", StatusCode::OK).await;
+    let (older, old) = (
+        page.find("/memories/older.md").expect("older listed"),
+        page.find("/memories/old.md").expect("old listed"),
+    );
+    assert!(older < old, "oldest first: {page}");
+    assert!(
+        !page.contains(">/memories/note.md<"),
+        "fresh is not stale: {page}"
+    );
+    assert!(page.contains("Expired (1)"), "{page}");
+    let page_150 = page_of(
+        &served,
+        &cookie,
+        "/review?store=memories&days=150",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(!page_150.contains("/memories/old.md"), "{page_150}");
+    page_of(
+        &served,
+        &cookie,
+        "/review?store=memories&days=soon",
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+
+    // Prune: CSRF first, then the expired memory is a deletion by the person.
+    let csrf = csrf_of(&page);
+    let before = snapshot(&store);
+    let r = served
+        .post("/prune", &[("store", "memories")])
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let r = served
+        .post("/prune", &[("csrf", &csrf), ("store", "memories")])
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(!store.join("freeze.md").exists());
+    assert!(store.join("old.md").exists());
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["op"], "deleted");
+    assert_eq!(last["actor"], LOCAL_USER);
+
+    // MEMORY.md: generated from the frontmatter, with its caps.
+    let index = page_of(&served, &cookie, "/index?store=memories", StatusCode::OK).await;
+    for shown in ["Generated", "Old one", "Older one", "200 lines", "3 listed"] {
+        assert!(
+            index.contains(shown),
+            "MEMORY.md page shows {shown}: {index}"
+        );
+    }
+    std::fs::write(store.join("MEMORY.md"), "# Our own index\n").unwrap();
+    let index = page_of(&served, &cookie, "/index?store=memories", StatusCode::OK).await;
+    assert!(
+        index.contains("The store&#39;s own MEMORY.md")
+            || index.contains("The store's own MEMORY.md"),
+        "{index}"
+    );
+    assert!(index.contains("# Our own index"), "{index}");
+}

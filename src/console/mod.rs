@@ -44,7 +44,8 @@ use session::{Session, Sessions};
 /// Every path the console answers (any other is 404 before any sign-in check).
 const PAGES: &[&str] = &[
     "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/rename", "/history",
-    "/version", "/diff", "/restore", "/redact", "/export", "/import", "/signin", "/signout",
+    "/version", "/diff", "/restore", "/redact", "/export", "/import", "/review", "/prune",
+    "/index", "/signin", "/signout",
 ];
 
 /// A response body, as the HTTP transport's.
@@ -163,6 +164,8 @@ impl Console {
             "/delete" => pages::delete::form(view, query).await,
             "/rename" => pages::rename::form(view, query).await,
             "/export" => pages::archive::export(view, query).await,
+            "/review" => pages::upkeep::review(view, query).await,
+            "/index" => pages::upkeep::index(view, query).await,
             "/import" => pages::archive::form(view, query).await,
             "/history" => pages::history::page(view, query).await,
             "/version" => pages::history::version(view, query).await,
@@ -188,6 +191,7 @@ impl Console {
             "/delete" => pages::delete::submit(view, form).await,
             "/rename" => pages::rename::submit(view, form).await,
             "/import" => pages::archive::import(view, form).await,
+            "/prune" => pages::upkeep::prune(view, form).await,
             "/restore" => pages::history::restore(view, form).await,
             "/redact" => pages::history::redact(view, form).await,
             _ => Err(Page::error(

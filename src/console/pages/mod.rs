@@ -1,6 +1,7 @@
 //! The console's pages, one file per concern: `stores` (the front page), `folder`,
 //! `memory`, `search`, `edit` (with the conflict view), `create`, `rename`, `delete`, `history` (timelines,
-//! versions, diffs, restore, redaction), `archive` (export, import), and `signin`
+//! versions, diffs, restore, redaction), `archive` (export, import), `upkeep` (review,
+//! expired and prune, MEMORY.md), and `signin`
 //! (sign-in, the one-time link, sign-out). Each page calls the library operation the
 //! matching MCP tool calls, on a blocking thread, and renders its result.
 
@@ -15,6 +16,7 @@ pub mod rename;
 pub mod search;
 pub mod signin;
 pub mod stores;
+pub mod upkeep;
 
 use std::sync::Arc;
 
