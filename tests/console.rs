@@ -1639,3 +1639,66 @@ async fn review_lists_stale_oldest_first_prune_deletes_expired_and_memory_md_sho
     );
     assert!(index.contains("# Our own index"), "{index}");
 }
+
+#[tokio::test]
+async fn editing_a_memory_deleted_meanwhile_shows_yours_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let old_sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    // Someone deletes it meanwhile.
+    std::fs::remove_file(store.join("note.md")).unwrap();
+    let before = snapshot(&store);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &old_sha),
+                ("content", "# Note\r\n\r\nmy <b>version</b>\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("deleted meanwhile"), "{page}");
+    assert!(
+        page.contains("my &lt;b&gt;version&lt;/b&gt;"),
+        "yours, escaped: {page}"
+    );
+    assert!(page.contains("action=\"/new\""), "{page}");
+    assert_eq!(snapshot(&store), before);
+    // Its form creates it again, create-only.
+    let r = served
+        .post(
+            "/new",
+            &[
+                ("csrf", &csrf),
+                ("folder", "/memories/"),
+                ("name", "note.md"),
+                ("content", "# Note\r\n\r\nmy version\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        "# Note\n\nmy version\n"
+    );
+}

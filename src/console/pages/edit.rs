@@ -1,14 +1,15 @@
 //! Editing a memory: a form with its whole text and the sha256 it started from; saving
 //! is `memory_write` with that sha256 as its precondition. When the memory changed
 //! meanwhile nothing is written and the page shows theirs against yours as a diff, with
-//! the choice to save yours over theirs (a new form carrying their sha256).
+//! the choice to save yours over theirs (a new form carrying their sha256); when it was
+//! deleted meanwhile, yours is shown in a create-only form.
 
 use http::StatusCode;
 use maud::{Markup, html};
 
 use super::View;
 use super::memory::load;
-use crate::console::layout::{self, memory_url};
+use crate::console::layout::{self, last_segment, memory_url, parent};
 use crate::console::request::Query;
 use crate::console::respond::{self, Page};
 use crate::error::Error;
@@ -69,6 +70,7 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
     match written {
         Ok(_) => Ok(Page::redirect(memory_url(&path))),
         Err(Error::Precondition { .. }) => conflict(view, &path, &content).await,
+        Err(Error::PreconditionMissing { .. }) => deleted_meanwhile(&view, &path, &content),
         Err(e) => Err(respond::library_error(&e)),
     }
 }
@@ -86,6 +88,36 @@ async fn conflict(view: View, path: &str, yours: &str) -> Result<Page, Page> {
         (layout::diff(&theirs.text, yours))
         h2 { "Yours" }
         (editor(&view, path, &theirs.sha256, yours))
+    };
+    Ok(Page::html(
+        StatusCode::CONFLICT,
+        layout::frame(&format!("Conflict: {path}"), &view.session, body),
+    ))
+}
+
+/// The memory was deleted since the form was opened: nothing written; yours is shown in
+/// a create-only form (`/new`), so saving it never replaces a memory made meanwhile.
+#[allow(clippy::result_large_err)]
+fn deleted_meanwhile(view: &View, path: &str, yours: &str) -> Result<Page, Page> {
+    let body = html! {
+        h1 { "Conflict: " (path) " was deleted meanwhile" }
+        p.message {
+            "Someone deleted this memory after you opened it. Nothing was written. "
+            "Its versions stay in the history. Creating it again below writes yours "
+            "as a new memory (and refuses if one exists there by then)."
+        }
+        h2 { "Yours" }
+        form method="post" action="/new" {
+            input type="hidden" name="csrf" value=(view.session.csrf);
+            input type="hidden" name="folder" value=(parent(path));
+            input type="hidden" name="name" value=(last_segment(path));
+            label for="content" { "Content" }
+            textarea #content name="content" { "\n" (yours) }
+            p.actions {
+                button type="submit" { "Create it again with yours" }
+                a href=(layout::folder_url(&parent(path))) { "Cancel" }
+            }
+        }
     };
     Ok(Page::html(
         StatusCode::CONFLICT,
