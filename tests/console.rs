@@ -893,6 +893,19 @@ async fn serve_http_signs_in_by_form_beside_mcp() {
     assert!(page.contains("signed in as alice"), "{page}");
     assert!(!page.contains(ALICE));
     assert_eq!(snapshot(&store), before);
+    // Signed in, the sign-in page (a bookmark, the back button) only leads on to `/`;
+    // without a session it is the form.
+    let r = served
+        .get("/signin")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/");
+    let r = served.get("/signin").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("name=\"token\""));
 
     // A change is a version by the token's name.
     let csrf = csrf_of(&page);

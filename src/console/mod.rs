@@ -163,6 +163,8 @@ impl Console {
             "/new" => pages::create::form(view, query).await,
             "/delete" => pages::delete::form(view, query).await,
             "/rename" => pages::rename::form(view, query).await,
+            // Signed in already (a bookmark, the back button): nothing to sign in to.
+            "/signin" => Ok(Page::redirect("/".into())),
             "/export" => pages::archive::export(view, query).await,
             "/review" => pages::upkeep::review(view, query).await,
             "/index" => pages::upkeep::index(view, query).await,
