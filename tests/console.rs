@@ -1715,3 +1715,23 @@ async fn editing_a_memory_deleted_meanwhile_shows_yours_and_writes_nothing() {
         "# Note\n\nmy version\n"
     );
 }
+
+#[tokio::test]
+async fn search_hits_say_how_they_matched() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(
+        store.join("ops.md"),
+        "# Ops\n\nWe were deploying on Friday.\n",
+    )
+    .unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let exact = page_of(&served, &cookie, "/search?q=deploying", StatusCode::OK).await;
+    assert!(exact.contains("/memories/ops.md"), "{exact}");
+    assert!(exact.contains("matched by words<"), "{exact}");
+    let forms = page_of(&served, &cookie, "/search?q=deployment", StatusCode::OK).await;
+    assert!(forms.contains("/memories/ops.md"), "{forms}");
+    assert!(forms.contains("matched by word forms<"), "{forms}");
+}
