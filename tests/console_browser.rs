@@ -7,7 +7,7 @@
 //! What a person does (sign in by the link, browse, open, search, edit, a conflicting
 //! edit that changes nothing, history diff, restore, redaction, import by a real file
 //! upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
-//! search queries and the history pages (timelines, versions, diffs, redaction): each
+//! search queries, a history actor and the history pages (timelines, versions, diffs, redaction): each
 //! tries to set `window.__pwned` or the title, and every page showing them must leave
 //! both alone, hold no active element, and show the payload as text.
 
@@ -454,6 +454,36 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     b.client.clone().close().await.unwrap();
 }
 
+/// An agent whose MCP client name is a payload (the actor of its versions) writes one
+/// memory.
+async fn write_as_hostile_agent(store: &Path) {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--root")
+        .arg(store)
+        .args(["serve", "--no-index"])
+        .env("RUST_LOG", "memdir=warn");
+    let (transport, _log) = common::spawn_mcp(cmd);
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(PAYLOADS[0], "1"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP handshake");
+    let args = json!({"path": "/memories/by-agent.md", "content": "written by a hostile agent\n"});
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("memory_write")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    client.cancel().await.unwrap();
+}
+
 /// The records of a store's history log, oldest first.
 fn history_log(store: &Path) -> Vec<Value> {
     std::fs::read_to_string(store.join(".memdir/history/log.jsonl"))
@@ -468,6 +498,7 @@ async fn xss_payloads_never_run_and_show_as_text() {
     let sandbox = Sandbox::new();
     let store = sandbox.store();
     let paths = hostile_store(&store);
+    write_as_hostile_agent(&store).await;
     let console = Console::start(&store).await;
     let b = Browser::start().await;
     b.client.goto(&console.link).await.unwrap();
@@ -543,7 +574,7 @@ async fn xss_payloads_never_run_and_show_as_text() {
         .iter()
         .map(|r| r["version"].as_u64().unwrap())
         .collect();
-    assert!(versions.len() >= paths.len(), "{versions:?}");
+    assert!(versions.len() > paths.len(), "{versions:?}");
     let mut pages = vec![format!("/history?path={}", enc("/memories/"))];
     for pair in versions.windows(2) {
         pages.push(format!("/version?store=memories&version={}", pair[1]));
@@ -573,6 +604,10 @@ async fn xss_payloads_never_run_and_show_as_text() {
             "timeline shows {p:?} as text"
         );
     }
+    assert!(
+        timeline.contains(&format!("{}/1", PAYLOADS[0])),
+        "timeline shows the hostile actor as text"
+    );
 
     // Links with script targets keep their text and lose their target.
     b.client
