@@ -777,6 +777,16 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
                 ("reason", "x"),
             ],
         ),
+        (
+            "/rename",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("sha256", fixed_sha.as_str()),
+                ("new_path", "/ro/moved.md"),
+            ],
+        ),
+        ("/restore", vec![("path", "/ro/fixed.md"), ("version", "1")]),
+        ("/redact", vec![("store", "ro"), ("version", "1")]),
     ] {
         let mut all = vec![("csrf", csrf.as_str())];
         all.extend(fields);
@@ -799,6 +809,7 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
         .await
         .unwrap();
     assert!(!page.contains("/edit?"), "{page}");
+    assert!(!page.contains("/rename?"), "{page}");
 }
 
 #[tokio::test]
@@ -882,6 +893,19 @@ async fn serve_http_signs_in_by_form_beside_mcp() {
     assert!(page.contains("signed in as alice"), "{page}");
     assert!(!page.contains(ALICE));
     assert_eq!(snapshot(&store), before);
+    // Signed in, the sign-in page (a bookmark, the back button) only leads on to `/`;
+    // without a session it is the form.
+    let r = served
+        .get("/signin")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()["location"], "/");
+    let r = served.get("/signin").send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.text().await.unwrap().contains("name=\"token\""));
 
     // A change is a version by the token's name.
     let csrf = csrf_of(&page);
@@ -1012,4 +1036,702 @@ async fn serve_http_without_tokens_keeps_the_console_closed() {
         assert!(r.text().await.unwrap().contains("--tokens"), "{path}");
     }
     let _ = child.start_kill();
+}
+
+/// The records of a store's history log, oldest first.
+fn history_log(store: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(store.join(".memdir/history/log.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The number of the newest version of the store whose content has `sha`.
+fn version_with(store: &Path, sha: &str) -> u64 {
+    history_log(store)
+        .iter()
+        .rev()
+        .find(|r| r["sha256"] == sha)
+        .unwrap_or_else(|| panic!("a version with {sha}"))["version"]
+        .as_u64()
+        .unwrap()
+}
+
+/// A signed-in page's body, with its status checked.
+async fn page_of(served: &Served, cookie: &str, path: &str, status: StatusCode) -> String {
+    let r = served
+        .get(path)
+        .header("Cookie", cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), status, "{path}");
+    assert_hardened(&r, path);
+    r.text().await.unwrap()
+}
+
+fn enc(s: &str) -> String {
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+#[tokio::test]
+async fn history_diff_restore_and_redact_are_versions_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let first = "# Note\n\nfirst version\n";
+    let second = "# Note\n\nsecond version\n";
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &common::sha256_hex(first.as_bytes())),
+                ("content", second),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let v1 = version_with(&store, &common::sha256_hex(first.as_bytes()));
+    let v2 = version_with(&store, &common::sha256_hex(second.as_bytes()));
+
+    // The timeline of the memory and of its folder: operation, actor, time, size.
+    let at2 = history_log(&store)
+        .iter()
+        .find(|r| r["version"] == v2)
+        .unwrap()["at"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for path in ["/memories/note.md", "/memories/"] {
+        let page = page_of(
+            &served,
+            &cookie,
+            &format!("/history?path={}", enc(path)),
+            StatusCode::OK,
+        )
+        .await;
+        for shown in ["modified", LOCAL_USER, &at2, "/memories/note.md", "23 B"] {
+            assert!(page.contains(shown), "{path} shows {shown}: {page}");
+        }
+        assert!(page.contains(&format!("value=\"{v1}\"")), "{path}: {page}");
+    }
+
+    // The diff between the two versions.
+    let diff = page_of(
+        &served,
+        &cookie,
+        &format!("/diff?store=memories&from={v1}&to={v2}"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(diff.contains("− first version"), "{diff}");
+    assert!(diff.contains("+ second version"), "{diff}");
+    assert!(diff.contains("  # Note"), "{diff}");
+    let missing = page_of(
+        &served,
+        &cookie,
+        "/diff?store=memories&from=1&to=999",
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+    assert!(missing.contains("has no version 999"), "{missing}");
+
+    // Restore needs the CSRF token; then it is a new version by the person.
+    let before = snapshot(&store);
+    let v1s = v1.to_string();
+    let r = served
+        .post(
+            "/restore",
+            &[("path", "/memories/note.md"), ("version", &v1s)],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let version_page = page_of(
+        &served,
+        &cookie,
+        &format!("/version?store=memories&version={v1}"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(version_page.contains("first version"), "{version_page}");
+    assert!(
+        version_page.contains("action=\"/restore\""),
+        "{version_page}"
+    );
+    let r = served
+        .post(
+            "/restore",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("version", &v1s),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        first
+    );
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["actor"], LOCAL_USER);
+    assert_eq!(last["op"], "modified");
+    assert_eq!(
+        last["sha256"],
+        common::sha256_hex(first.as_bytes()).as_str()
+    );
+
+    // Redaction: the confirmation names path, version and time, and changes nothing.
+    let before = snapshot(&store);
+    let confirm = page_of(
+        &served,
+        &cookie,
+        &format!("/redact?store=memories&version={v2}"),
+        StatusCode::OK,
+    )
+    .await;
+    for shown in ["/memories/note.md", &format!(">{v2}<"), &at2] {
+        assert!(
+            confirm.contains(shown),
+            "the confirmation names {shown}: {confirm}"
+        );
+    }
+    assert_eq!(snapshot(&store), before, "a GET erases nothing");
+    let v2s = v2.to_string();
+    let r = served
+        .post(
+            "/redact",
+            &[
+                ("csrf", "0".repeat(64).as_str()),
+                ("store", "memories"),
+                ("version", &v2s),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let r = served
+        .post(
+            "/redact",
+            &[("csrf", &csrf), ("store", "memories"), ("version", &v2s)],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    let redacted = history_log(&store)
+        .into_iter()
+        .find(|r| r["version"] == v2)
+        .unwrap();
+    assert_eq!(redacted["redacted"], true, "{redacted}");
+    assert_eq!(redacted["path"], "", "{redacted}");
+    page_of(
+        &served,
+        &cookie,
+        &format!("/diff?store=memories&from={v1}&to={v2}"),
+        StatusCode::GONE,
+    )
+    .await;
+    let timeline = page_of(
+        &served,
+        &cookie,
+        "/history?path=%2Fmemories%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(timeline.contains("redacted"), "{timeline}");
+    assert!(!timeline.contains("second version"));
+}
+
+#[tokio::test]
+async fn history_pages_show_hostile_actors_paths_and_contents_as_text() {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    let payload = "<script>window.__pwned=1</script>";
+    let name_payload = "<img src=x onerror=\"window.__pwned=1\">";
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::create_dir_all(&store).unwrap();
+    // An agent whose client name is a payload writes a hostile path twice.
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--root")
+        .arg(&store)
+        .args(["serve", "--no-index"])
+        .env("RUST_LOG", "memdir=warn")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        );
+    let (transport, _log) = common::spawn_mcp(cmd);
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(payload, "1"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP handshake");
+    let path = format!("/memories/{name_payload}.md");
+    for content in [format!("one {payload}\n"), format!("two {payload}\n")] {
+        let args = serde_json::json!({"path": path, "content": content});
+        let r = client
+            .call_tool(
+                CallToolRequestParams::new("memory_write")
+                    .with_arguments(args.as_object().unwrap().clone()),
+            )
+            .await
+            .unwrap();
+        assert_ne!(r.is_error, Some(true), "{r:?}");
+    }
+    client.cancel().await.unwrap();
+    let log = history_log(&store);
+    assert_eq!(log.len(), 2, "{log:?}");
+    let (v1, v2) = (
+        log[0]["version"].as_u64().unwrap(),
+        log[1]["version"].as_u64().unwrap(),
+    );
+
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    for page in [
+        format!("/history?path={}", enc(&path)),
+        "/history?path=%2Fmemories%2F".to_string(),
+        format!("/diff?store=memories&from={v1}&to={v2}"),
+        format!("/version?store=memories&version={v1}"),
+        format!("/redact?store=memories&version={v2}"),
+    ] {
+        let html = page_of(&served, &cookie, &page, StatusCode::OK).await;
+        for raw in [payload, name_payload] {
+            assert!(!html.contains(raw), "{page} holds {raw} unescaped: {html}");
+        }
+        assert!(
+            html.contains("&lt;script&gt;window.__pwned=1&lt;/script&gt;"),
+            "{page} shows the payload as text: {html}"
+        );
+        if !page.starts_with("/diff") && !page.starts_with("/version") {
+            assert!(
+                html.contains("&lt;img src=x onerror=&quot;window.__pwned=1&quot;&gt;.md"),
+                "{page} shows the path as text: {html}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn rename_needs_the_sha256_it_showed_and_is_a_version_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(
+        &served,
+        &cookie,
+        "/rename?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    assert!(page.contains(&sha), "the form carries the sha256 shown");
+
+    // Changed meanwhile: not moved.
+    std::fs::write(store.join("note.md"), "# Note\n\ntheir version\n").unwrap();
+    let before = snapshot(&store);
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &sha),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    assert_eq!(snapshot(&store), before);
+
+    // With the current sha256 and no CSRF token: refused, nothing moved.
+    let theirs = common::sha256_hex(b"# Note\n\ntheir version\n");
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("path", "/memories/note.md"),
+                ("sha256", &theirs),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &theirs),
+                ("new_path", "/memories/moved/note.md"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/memory?path=%2Fmemories%2Fmoved%2Fnote.md"
+    );
+    assert!(!store.join("note.md").exists());
+    assert_eq!(
+        std::fs::read_to_string(store.join("moved/note.md")).unwrap(),
+        "# Note\n\ntheir version\n"
+    );
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["op"], "renamed");
+    assert_eq!(last["actor"], LOCAL_USER);
+    assert_eq!(last["from"], "note.md");
+}
+
+/// A multipart form body (as a browser sends an upload) and its Content-Type.
+fn multipart(fields: &[(&str, &str)], file: (&str, &[u8])) -> (String, Vec<u8>) {
+    let boundary = "----memdirTestBoundary7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (k, v) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{k}\"\r\n\r\n{v}\r\n")
+                .as_bytes(),
+        );
+    }
+    body.extend_from_slice(
+        format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{}\"; filename=\"a.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\n",
+            file.0
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(file.1);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+#[tokio::test]
+async fn export_downloads_the_archive_and_import_fills_only_an_empty_store() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let dest = sandbox.outside().join("dest");
+    std::fs::create_dir_all(&dest).unwrap();
+    let dest_spec = format!("dest={}", dest.display());
+    let served =
+        Served::console(&store, &["--store", &dest_spec, "--max-file-bytes", "1000"]).await;
+    let cookie = served.sign_in_by_link().await;
+    // One version by the person, so the archive holds a history.
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &common::sha256_hex(b"# Note\n\nfirst version\n")),
+                ("content", "# Note\n\nsecond version\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+
+    // The download is what `memdir export` writes.
+    let r = served
+        .get("/export?store=memories")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_hardened(&r, "export");
+    assert_eq!(
+        r.headers()["content-disposition"],
+        "attachment; filename=\"memdir-memories.jsonl\""
+    );
+    let archive = r.bytes().await.unwrap().to_vec();
+    let cli = std::process::Command::new(BIN)
+        .arg("--root")
+        .arg(&store)
+        .arg("export")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .output()
+        .unwrap();
+    assert!(
+        cli.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cli.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&archive),
+        String::from_utf8_lossy(&cli.stdout)
+    );
+
+    let upload = |csrf: &str, store_name: &str, bytes: &[u8]| {
+        let (content_type, body) =
+            multipart(&[("csrf", csrf), ("store", store_name)], ("archive", bytes));
+        client()
+            .post(format!("{}/import", served.base))
+            .header("Origin", &served.base)
+            .header("Content-Type", content_type)
+            .header("Cookie", &cookie)
+            .body(body)
+            .send()
+    };
+    // A store with memories refuses, and so does an upload over the body limit of `/mcp`
+    // (1 MiB here), and one without the CSRF token: nothing changes.
+    let (before, dest_before) = (snapshot(&store), snapshot(&dest));
+    let r = upload(&csrf, "memories", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+    assert!(r.text().await.unwrap().contains("already has memories"));
+    let mut big = archive.clone();
+    big.extend(std::iter::repeat_n(b'\n', 1 << 20));
+    let r = upload(&csrf, "dest", &big).await.unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    let r = upload(&"0".repeat(64), "dest", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    assert_eq!(snapshot(&dest), dest_before);
+    assert!(dest_before.is_empty(), "{dest_before:?}");
+
+    // Into the empty store: its memories and its whole history.
+    let form = page_of(&served, &cookie, "/import?store=dest", StatusCode::OK).await;
+    assert!(form.contains("enctype=\"multipart/form-data\""), "{form}");
+    let r = upload(&csrf, "dest", &archive).await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(dest.join("note.md")).unwrap(),
+        "# Note\n\nsecond version\n"
+    );
+    assert_eq!(history_log(&dest).len(), history_log(&store).len());
+    assert!(history_log(&dest).iter().any(|r| r["actor"] == LOCAL_USER));
+}
+
+/// Sets a file's modification time `days` days back.
+fn age_file(path: &Path, days: u64) {
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(days * 86_400))
+        .unwrap();
+}
+
+#[tokio::test]
+async fn review_lists_stale_oldest_first_prune_deletes_expired_and_memory_md_shows_caps() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    std::fs::write(store.join("old.md"), "---\nname: Old one\n---\nold\n").unwrap();
+    std::fs::write(store.join("older.md"), "---\nname: Older one\n---\nolder\n").unwrap();
+    let gone = "---\nname: Freeze\nexpires: 2020-01-01\n---\ncode freeze\n";
+    std::fs::write(store.join("freeze.md"), gone).unwrap();
+    age_file(&store.join("old.md"), 100);
+    age_file(&store.join("older.md"), 200);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+
+    let page = page_of(&served, &cookie, "/review?store=memories", StatusCode::OK).await;
+    let (older, old) = (
+        page.find("/memories/older.md").expect("older listed"),
+        page.find("/memories/old.md").expect("old listed"),
+    );
+    assert!(older < old, "oldest first: {page}");
+    assert!(
+        !page.contains(">/memories/note.md<"),
+        "fresh is not stale: {page}"
+    );
+    assert!(page.contains("Expired (1)"), "{page}");
+    let page_150 = page_of(
+        &served,
+        &cookie,
+        "/review?store=memories&days=150",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(!page_150.contains("/memories/old.md"), "{page_150}");
+    page_of(
+        &served,
+        &cookie,
+        "/review?store=memories&days=soon",
+        StatusCode::BAD_REQUEST,
+    )
+    .await;
+
+    // Prune: CSRF first, then the expired memory is a deletion by the person.
+    let csrf = csrf_of(&page);
+    let before = snapshot(&store);
+    let r = served
+        .post("/prune", &[("store", "memories")])
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(snapshot(&store), before);
+    let r = served
+        .post("/prune", &[("csrf", &csrf), ("store", "memories")])
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert!(!store.join("freeze.md").exists());
+    assert!(store.join("old.md").exists());
+    let log = history_log(&store);
+    let last = log.last().unwrap();
+    assert_eq!(last["op"], "deleted");
+    assert_eq!(last["actor"], LOCAL_USER);
+
+    // MEMORY.md: generated from the frontmatter, with its caps.
+    let index = page_of(&served, &cookie, "/index?store=memories", StatusCode::OK).await;
+    for shown in ["Generated", "Old one", "Older one", "200 lines", "3 listed"] {
+        assert!(
+            index.contains(shown),
+            "MEMORY.md page shows {shown}: {index}"
+        );
+    }
+    std::fs::write(store.join("MEMORY.md"), "# Our own index\n").unwrap();
+    let index = page_of(&served, &cookie, "/index?store=memories", StatusCode::OK).await;
+    assert!(
+        index.contains("The store&#39;s own MEMORY.md")
+            || index.contains("The store's own MEMORY.md"),
+        "{index}"
+    );
+    assert!(index.contains("# Our own index"), "{index}");
+}
+
+#[tokio::test]
+async fn editing_a_memory_deleted_meanwhile_shows_yours_and_writes_nothing() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let old_sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    // Someone deletes it meanwhile.
+    std::fs::remove_file(store.join("note.md")).unwrap();
+    let before = snapshot(&store);
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/note.md"),
+                ("sha256", &old_sha),
+                ("content", "# Note\r\n\r\nmy <b>version</b>\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CONFLICT);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("deleted meanwhile"), "{page}");
+    assert!(
+        page.contains("my &lt;b&gt;version&lt;/b&gt;"),
+        "yours, escaped: {page}"
+    );
+    assert!(page.contains("action=\"/new\""), "{page}");
+    assert_eq!(snapshot(&store), before);
+    // Its form creates it again, create-only.
+    let r = served
+        .post(
+            "/new",
+            &[
+                ("csrf", &csrf),
+                ("folder", "/memories/"),
+                ("name", "note.md"),
+                ("content", "# Note\r\n\r\nmy version\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        "# Note\n\nmy version\n"
+    );
+}
+
+#[tokio::test]
+async fn search_hits_say_how_they_matched() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::create_dir_all(&store).unwrap();
+    std::fs::write(
+        store.join("ops.md"),
+        "# Ops\n\nWe were deploying on Friday.\n",
+    )
+    .unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let exact = page_of(&served, &cookie, "/search?q=deploying", StatusCode::OK).await;
+    assert!(exact.contains("/memories/ops.md"), "{exact}");
+    assert!(exact.contains("matched by words<"), "{exact}");
+    let forms = page_of(&served, &cookie, "/search?q=deployment", StatusCode::OK).await;
+    assert!(forms.contains("/memories/ops.md"), "{forms}");
+    assert!(forms.contains("matched by word forms<"), "{forms}");
 }

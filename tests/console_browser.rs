@@ -5,10 +5,11 @@
 //! target is not built rather than skipped in silence.
 //!
 //! What a person does (sign in by the link, browse, open, search, edit, a conflicting
-//! edit that changes nothing), and a corpus of XSS payloads in contents, frontmatter,
-//! file and folder names and search queries: each tries to set `window.__pwned` or the
-//! title, and every page showing them must leave both alone, hold no active element,
-//! and show the payload as text.
+//! edit that changes nothing, history diff, restore, redaction, import by a real file
+//! upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
+//! search queries, a history actor and the history pages (timelines, versions, diffs, redaction): each
+//! tries to set `window.__pwned` or the title, and every page showing them must leave
+//! both alone, hold no active element, and show the payload as text.
 
 mod common;
 
@@ -201,11 +202,17 @@ struct Console {
 
 impl Console {
     async fn start(store: &Path) -> Console {
+        Console::start_with(store, &[]).await
+    }
+
+    /// `memdir console --root STORE ARGS`.
+    async fn start_with(store: &Path, args: &[&str]) -> Console {
         let mut child = tokio::process::Command::new(BIN)
             .arg("console")
             .arg("--root")
             .arg(store)
             .args(["--listen", "127.0.0.1:0", "--no-index"])
+            .args(args)
             .env("RUST_LOG", "memdir=info")
             .env("USER", "browser-tester")
             .stdin(Stdio::null())
@@ -291,7 +298,10 @@ async fn a_person_signs_in_browses_searches_and_edits() {
         "---\nname: Alpha\ndescription: The alpha project\ntype: project\n---\n# Alpha\n\nDeadline is **Friday**.\n",
     )
     .unwrap();
-    let console = Console::start(&store).await;
+    let dest = sandbox.outside().join("dest");
+    std::fs::create_dir_all(&dest).unwrap();
+    let dest_spec = format!("dest={}", dest.display());
+    let console = Console::start_with(&store, &["--store", &dest_spec]).await;
     let b = Browser::start().await;
 
     // Sign in by the link: the browser ends on a URL without the token.
@@ -357,7 +367,130 @@ async fn a_person_signs_in_browses_searches_and_edits() {
         "# Alpha\n\nTheirs.\n"
     );
 
+    // History: the timeline, the diff of the two newest versions (the radio buttons'
+    // default), restore of the version by the person, redaction after its confirmation.
+    b.click(Locator::LinkText("Cancel")).await;
+    b.click(Locator::LinkText("History")).await;
+    b.wait_for_text("browser-tester").await;
+    b.click(Locator::Css("form[action='/diff'] button[type=submit]"))
+        .await;
+    let text = b.wait_for_text("+ Theirs.").await;
+    assert!(text.contains("− Deadline moved to Monday."), "{text}");
+    let log = history_log(&store);
+    let version_of = |content: &str| {
+        let sha = common::sha256_hex(content.as_bytes());
+        log.iter()
+            .rev()
+            .find(|r| r["sha256"] == sha.as_str())
+            .unwrap()["version"]
+            .as_u64()
+            .unwrap()
+    };
+    let monday = version_of("# Alpha\n\nDeadline moved to Monday.\n");
+    let theirs = version_of("# Alpha\n\nTheirs.\n");
+    b.client
+        .goto(&format!(
+            "{}/version?store=memories&version={monday}",
+            console.base
+        ))
+        .await
+        .unwrap();
+    b.click(Locator::Css("form[action='/restore'] button[type=submit]"))
+        .await;
+    b.find(Locator::Css(".rendered")).await;
+    b.wait_for_text("Deadline moved to Monday.").await;
+    assert_eq!(
+        read(store.join("projects/alpha.md")),
+        "# Alpha\n\nDeadline moved to Monday.\n"
+    );
+    assert_eq!(
+        history_log(&store).last().unwrap()["actor"],
+        "browser-tester"
+    );
+    b.client
+        .goto(&format!(
+            "{}/redact?store=memories&version={theirs}",
+            console.base
+        ))
+        .await
+        .unwrap();
+    let text = b.wait_for_text("Redact version").await;
+    assert!(text.contains("/memories/projects/alpha.md"), "{text}");
+    b.click(Locator::Css("form[action='/redact'] button[type=submit]"))
+        .await;
+    b.wait_for_text("History of /memories/").await;
+    let erased = history_log(&store)
+        .into_iter()
+        .find(|r| r["version"] == theirs)
+        .unwrap();
+    assert_eq!(erased["redacted"], true, "{erased}");
+
+    // Import into the empty store: a real file upload of `memdir export`'s archive.
+    let archive = sandbox.outside().join("memories.jsonl");
+    let out = std::process::Command::new(BIN)
+        .arg("--root")
+        .arg(&store)
+        .arg("export")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&archive, &out.stdout).unwrap();
+    b.client.goto(&format!("{}/", console.base)).await.unwrap();
+    b.click(Locator::LinkText("Import")).await;
+    b.find(Locator::Id("archive"))
+        .await
+        .send_keys(archive.to_str().unwrap())
+        .await
+        .unwrap();
+    b.click(Locator::Css("form[action='/import'] button[type=submit]"))
+        .await;
+    b.wait_for_text("projects/").await;
+    assert_eq!(
+        read(dest.join("projects/alpha.md")),
+        "# Alpha\n\nDeadline moved to Monday.\n"
+    );
+    assert_eq!(history_log(&dest).len(), history_log(&store).len());
+
     b.client.clone().close().await.unwrap();
+}
+
+/// An agent whose MCP client name is a payload (the actor of its versions) writes one
+/// memory.
+async fn write_as_hostile_agent(store: &Path) {
+    use rmcp::ServiceExt;
+    use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.arg("--root")
+        .arg(store)
+        .args(["serve", "--no-index"])
+        .env("RUST_LOG", "memdir=warn");
+    let (transport, _log) = common::spawn_mcp(cmd);
+    let client = ClientConfig::new(
+        ClientCapabilities::default(),
+        Implementation::new(PAYLOADS[0], "1"),
+    )
+    .serve(transport)
+    .await
+    .expect("MCP handshake");
+    let args = json!({"path": "/memories/by-agent.md", "content": "written by a hostile agent\n"});
+    let r = client
+        .call_tool(
+            CallToolRequestParams::new("memory_write")
+                .with_arguments(args.as_object().unwrap().clone()),
+        )
+        .await
+        .unwrap();
+    assert_ne!(r.is_error, Some(true), "{r:?}");
+    client.cancel().await.unwrap();
+}
+
+/// The records of a store's history log, oldest first.
+fn history_log(store: &Path) -> Vec<Value> {
+    std::fs::read_to_string(store.join(".memdir/history/log.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[tokio::test]
@@ -365,6 +498,7 @@ async fn xss_payloads_never_run_and_show_as_text() {
     let sandbox = Sandbox::new();
     let store = sandbox.store();
     let paths = hostile_store(&store);
+    write_as_hostile_agent(&store).await;
     let console = Console::start(&store).await;
     let b = Browser::start().await;
     b.client.goto(&console.link).await.unwrap();
@@ -392,6 +526,7 @@ async fn xss_payloads_never_run_and_show_as_text() {
             (format!("/memory?path={}", enc(path)), path.as_str()),
             (format!("/edit?path={}", enc(path)), path.as_str()),
             (format!("/delete?path={}", enc(path)), path.as_str()),
+            (format!("/history?path={}", enc(path)), path.as_str()),
             (format!("/folder?path={}", enc(folder)), folder),
         ] {
             b.client
@@ -432,6 +567,48 @@ async fn xss_payloads_never_run_and_show_as_text() {
             .unwrap();
         assert!(fields.contains(p), "frontmatter {i} as text: {fields}");
     }
+    // The history pages: the folder's timeline, and each version's page, its diff with
+    // the one before and its redaction page (the memory pages above recorded one version
+    // of each hostile memory).
+    let versions: Vec<u64> = history_log(&store)
+        .iter()
+        .map(|r| r["version"].as_u64().unwrap())
+        .collect();
+    assert!(versions.len() > paths.len(), "{versions:?}");
+    let mut pages = vec![format!("/history?path={}", enc("/memories/"))];
+    for pair in versions.windows(2) {
+        pages.push(format!("/version?store=memories&version={}", pair[1]));
+        pages.push(format!(
+            "/diff?store=memories&from={}&to={}",
+            pair[0], pair[1]
+        ));
+        pages.push(format!("/redact?store=memories&version={}", pair[1]));
+    }
+    for page in &pages {
+        b.client
+            .goto(&format!("{}{page}", console.base))
+            .await
+            .unwrap();
+        b.assert_inert(page).await;
+    }
+    let timeline = {
+        b.client
+            .goto(&format!("{}{}", console.base, pages[0]))
+            .await
+            .unwrap();
+        b.text().await
+    };
+    for p in NAME_PAYLOADS {
+        assert!(
+            timeline.contains(&format!("{p}.md")),
+            "timeline shows {p:?} as text"
+        );
+    }
+    assert!(
+        timeline.contains(&format!("{}/1", PAYLOADS[0])),
+        "timeline shows the hostile actor as text"
+    );
+
     // Links with script targets keep their text and lose their target.
     b.client
         .goto(&format!(

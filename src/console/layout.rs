@@ -78,6 +78,23 @@ pub fn bare_with(title: &str, body: Markup) -> Markup {
     }
 }
 
+/// The line diff of `old` against `new` (similar): lines only in `old` marked −, only in
+/// `new` +.
+pub fn diff(old: &str, new: &str) -> Markup {
+    let diff = similar::TextDiff::from_lines(old, new);
+    html! {
+        pre.diff {
+            @for change in diff.iter_all_changes() {
+                @match change.tag() {
+                    similar::ChangeTag::Delete => span.del { "− " (change.value()) },
+                    similar::ChangeTag::Insert => span.add { "+ " (change.value()) },
+                    similar::ChangeTag::Equal => span { "  " (change.value()) },
+                }
+            }
+        }
+    }
+}
+
 /// `value` encoded for a query string.
 pub fn enc(value: &str) -> String {
     form_urlencoded::byte_serialize(value.as_bytes()).collect()

@@ -43,7 +43,9 @@ use session::{Session, Sessions};
 
 /// Every path the console answers (any other is 404 before any sign-in check).
 const PAGES: &[&str] = &[
-    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/signin", "/signout",
+    "/", "/folder", "/memory", "/search", "/edit", "/new", "/delete", "/rename", "/history",
+    "/version", "/diff", "/restore", "/redact", "/export", "/import", "/review", "/prune",
+    "/index", "/signin", "/signout",
 ];
 
 /// A response body, as the HTTP transport's.
@@ -160,6 +162,17 @@ impl Console {
             "/edit" => pages::edit::form(view, query).await,
             "/new" => pages::create::form(view, query).await,
             "/delete" => pages::delete::form(view, query).await,
+            "/rename" => pages::rename::form(view, query).await,
+            // Signed in already (a bookmark, the back button): nothing to sign in to.
+            "/signin" => Ok(Page::redirect("/".into())),
+            "/export" => pages::archive::export(view, query).await,
+            "/review" => pages::upkeep::review(view, query).await,
+            "/index" => pages::upkeep::index(view, query).await,
+            "/import" => pages::archive::form(view, query).await,
+            "/history" => pages::history::page(view, query).await,
+            "/version" => pages::history::version(view, query).await,
+            "/diff" => pages::history::diff(view, query).await,
+            "/redact" => pages::history::redact_form(view, query).await,
             _ => Err(Page::error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "Method Not Allowed: this page is changed with POST only",
@@ -178,6 +191,11 @@ impl Console {
             "/edit" => pages::edit::submit(view, form).await,
             "/new" => pages::create::submit(view, form).await,
             "/delete" => pages::delete::submit(view, form).await,
+            "/rename" => pages::rename::submit(view, form).await,
+            "/import" => pages::archive::import(view, form).await,
+            "/prune" => pages::upkeep::prune(view, form).await,
+            "/restore" => pages::history::restore(view, form).await,
+            "/redact" => pages::history::redact(view, form).await,
             _ => Err(Page::error(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "Method Not Allowed: this page is read with GET",

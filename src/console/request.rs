@@ -92,6 +92,39 @@ pub fn behind_tls(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("https"))
 }
 
+/// The fields of a `multipart/form-data` body (RFC 7578) delimited by `boundary`: each
+/// part's `name` and its value, which must be UTF-8 (the console uploads text only).
+fn multipart(body: &[u8], boundary: &str) -> Option<Query> {
+    fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+        haystack.windows(needle.len()).position(|w| w == needle)
+    }
+    let first = format!("--{boundary}");
+    let next = format!("\r\n--{boundary}");
+    let mut rest = &body[find(body, first.as_bytes())? + first.len()..];
+    let mut fields = Vec::new();
+    loop {
+        if rest.starts_with(b"--") {
+            return Some(Query { fields });
+        }
+        rest = rest.strip_prefix(b"\r\n")?;
+        let head_end = find(rest, b"\r\n\r\n")?;
+        let head = std::str::from_utf8(&rest[..head_end]).ok()?;
+        rest = &rest[head_end + 4..];
+        let end = find(rest, next.as_bytes())?;
+        let value = std::str::from_utf8(&rest[..end]).ok()?.to_string();
+        rest = &rest[end + next.len()..];
+        let name = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))?
+            .split(';')
+            .map(str::trim)
+            .find_map(|p| p.strip_prefix("name="))?
+            .trim_matches('"')
+            .to_string();
+        fields.push((name, value));
+    }
+}
+
 /// The fields of a URL-encoded form or query string (the first of a repeated name).
 #[derive(Debug, Default)]
 pub struct Query {
@@ -130,7 +163,8 @@ impl Query {
     }
 }
 
-/// A URL-encoded form body, at most `max_body` bytes, read within `BODY_TIMEOUT`.
+/// A form body (URL-encoded, or multipart for an upload), at most `max_body` bytes, read
+/// within `BODY_TIMEOUT`.
 pub async fn form(request: Request<Incoming>, max_body: usize) -> Result<Query, Page> {
     let too_large = || {
         Page::error(
@@ -139,21 +173,33 @@ pub async fn form(request: Request<Incoming>, max_body: usize) -> Result<Query, 
         )
     };
     let (parts, body) = request.into_parts();
-    let is_form = parts
+    let content_type = parts
         .headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|t| t.trim() == "application/x-www-form-urlencoded")
-        });
-    if !is_form {
-        return Err(Page::error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            "Unsupported Media Type: the console takes forms (application/x-www-form-urlencoded)",
-        ));
-    }
+        .unwrap_or("");
+    let mut params = content_type.split(';').map(str::trim);
+    let boundary = match params.next() {
+        Some("application/x-www-form-urlencoded") => None,
+        Some("multipart/form-data") => Some(
+            params
+                .find_map(|p| p.strip_prefix("boundary="))
+                .map(|b| b.trim_matches('"').to_string())
+                .filter(|b| !b.is_empty() && b.len() <= 70)
+                .ok_or_else(|| {
+                    Page::error(
+                        StatusCode::BAD_REQUEST,
+                        "Bad Request: a multipart form without its boundary",
+                    )
+                })?,
+        ),
+        _ => {
+            return Err(Page::error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "Unsupported Media Type: the console takes forms (application/x-www-form-urlencoded, or multipart/form-data for an upload)",
+            ));
+        }
+    };
     let declared = parts
         .headers
         .get(header::CONTENT_LENGTH)
@@ -167,11 +213,47 @@ pub async fn form(request: Request<Incoming>, max_body: usize) -> Result<Query, 
             StatusCode::REQUEST_TIMEOUT,
             "Request Timeout: the form did not arrive in time",
         )),
-        Ok(Ok(collected)) => Ok(Query::from_bytes(&collected.to_bytes())),
+        Ok(Ok(collected)) => match boundary {
+            None => Ok(Query::from_bytes(&collected.to_bytes())),
+            Some(b) => multipart(&collected.to_bytes(), &b).ok_or_else(|| {
+                Page::error(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: the multipart form could not be read (every part must be UTF-8 text)",
+                )
+            }),
+        },
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(too_large()),
         Ok(Err(_)) => Err(Page::error(
             StatusCode::BAD_REQUEST,
             "Bad Request: the form could not be read",
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multipart_parts() {
+        let body = b"preamble\r\n--XyZ\r\nContent-Disposition: form-data; name=\"csrf\"\r\n\r\nabc\r\n--XyZ\r\ncontent-disposition: form-data; name=\"archive\"; filename=\"a.jsonl\"\r\nContent-Type: application/octet-stream\r\n\r\nline 1\r\nline 2\n\r\n--XyZ--\r\n";
+        let q = multipart(body, "XyZ").unwrap();
+        assert_eq!(q.get("csrf"), Some("abc"));
+        assert_eq!(q.get("archive"), Some("line 1\r\nline 2\n"));
+        // Not UTF-8, or cut short: refused.
+        assert!(
+            multipart(
+                b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\xff\r\n--XyZ--",
+                "XyZ"
+            )
+            .is_none()
+        );
+        assert!(
+            multipart(
+                b"--XyZ\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nabc",
+                "XyZ"
+            )
+            .is_none()
+        );
     }
 }

@@ -22,6 +22,8 @@ pub struct Page {
     body: Bytes,
     location: Option<String>,
     cookie: Option<Cookie>,
+    /// A download's file name (`Content-Disposition: attachment`).
+    attachment: Option<String>,
 }
 
 enum Cookie {
@@ -38,6 +40,7 @@ impl Page {
             body: Bytes::from(markup.into_string()),
             location: None,
             cookie: None,
+            attachment: None,
         }
     }
 
@@ -53,6 +56,19 @@ impl Page {
             body: Bytes::from_static(body),
             location: None,
             cookie: None,
+            attachment: None,
+        }
+    }
+
+    /// A file to save, named `file_name` (ASCII letters, digits, `.-_` only).
+    pub fn download(content_type: &'static str, file_name: String, body: Vec<u8>) -> Page {
+        Page {
+            status: StatusCode::OK,
+            content_type,
+            body: Bytes::from(body),
+            location: None,
+            cookie: None,
+            attachment: Some(file_name),
         }
     }
 
@@ -64,6 +80,7 @@ impl Page {
             body: Bytes::new(),
             location: Some(location),
             cookie: None,
+            attachment: None,
         }
     }
 
@@ -93,6 +110,15 @@ impl Page {
             && let Ok(v) = HeaderValue::from_str(&location)
         {
             headers.insert(header::LOCATION, v);
+        }
+        if let Some(name) = self.attachment {
+            let safe: String = name
+                .chars()
+                .filter(|c| c.is_ascii_alphanumeric() || ".-_".contains(*c))
+                .collect();
+            if let Ok(v) = HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")) {
+                headers.insert(header::CONTENT_DISPOSITION, v);
+            }
         }
         let cookie = match self.cookie {
             Some(Cookie::Set(id)) => Some(session::set_cookie(&id, secure)),

@@ -1,15 +1,15 @@
 //! Editing a memory: a form with its whole text and the sha256 it started from; saving
 //! is `memory_write` with that sha256 as its precondition. When the memory changed
 //! meanwhile nothing is written and the page shows theirs against yours as a diff, with
-//! the choice to save yours over theirs (a new form carrying their sha256).
+//! the choice to save yours over theirs (a new form carrying their sha256); when it was
+//! deleted meanwhile, yours is shown in a create-only form.
 
 use http::StatusCode;
 use maud::{Markup, html};
-use similar::{ChangeTag, TextDiff};
 
 use super::View;
 use super::memory::load;
-use crate::console::layout::{self, memory_url};
+use crate::console::layout::{self, last_segment, memory_url, parent};
 use crate::console::request::Query;
 use crate::console::respond::{self, Page};
 use crate::error::Error;
@@ -70,6 +70,7 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
     match written {
         Ok(_) => Ok(Page::redirect(memory_url(&path))),
         Err(Error::Precondition { .. }) => conflict(view, &path, &content).await,
+        Err(Error::PreconditionMissing { .. }) => deleted_meanwhile(&view, &path, &content),
         Err(e) => Err(respond::library_error(&e)),
     }
 }
@@ -77,7 +78,6 @@ pub async fn submit(view: View, form: &Query) -> Result<Page, Page> {
 /// The memory changed since the form was opened: theirs against yours, nothing written.
 async fn conflict(view: View, path: &str, yours: &str) -> Result<Page, Page> {
     let theirs = load(&view, path).await?;
-    let diff = TextDiff::from_lines(theirs.text.as_str(), yours);
     let body = html! {
         h1 { "Conflict: " (path) " changed meanwhile" }
         p.message {
@@ -85,17 +85,39 @@ async fn conflict(view: View, path: &str, yours: &str) -> Result<Page, Page> {
             "Below, lines only in the current version are marked −, lines only in yours +. "
             "Saving the form below replaces the current version with yours."
         }
-        pre.diff {
-            @for change in diff.iter_all_changes() {
-                @match change.tag() {
-                    ChangeTag::Delete => span.del { "− " (change.value()) },
-                    ChangeTag::Insert => span.add { "+ " (change.value()) },
-                    ChangeTag::Equal => span { "  " (change.value()) },
-                }
-            }
-        }
+        (layout::diff(&theirs.text, yours))
         h2 { "Yours" }
         (editor(&view, path, &theirs.sha256, yours))
+    };
+    Ok(Page::html(
+        StatusCode::CONFLICT,
+        layout::frame(&format!("Conflict: {path}"), &view.session, body),
+    ))
+}
+
+/// The memory was deleted since the form was opened: nothing written; yours is shown in
+/// a create-only form (`/new`), so saving it never replaces a memory made meanwhile.
+#[allow(clippy::result_large_err)]
+fn deleted_meanwhile(view: &View, path: &str, yours: &str) -> Result<Page, Page> {
+    let body = html! {
+        h1 { "Conflict: " (path) " was deleted meanwhile" }
+        p.message {
+            "Someone deleted this memory after you opened it. Nothing was written. "
+            "Its versions stay in the history. Creating it again below writes yours "
+            "as a new memory (and refuses if one exists there by then)."
+        }
+        h2 { "Yours" }
+        form method="post" action="/new" {
+            input type="hidden" name="csrf" value=(view.session.csrf);
+            input type="hidden" name="folder" value=(parent(path));
+            input type="hidden" name="name" value=(last_segment(path));
+            label for="content" { "Content" }
+            textarea #content name="content" { "\n" (yours) }
+            p.actions {
+                button type="submit" { "Create it again with yours" }
+                a href=(layout::folder_url(&parent(path))) { "Cancel" }
+            }
+        }
     };
     Ok(Page::html(
         StatusCode::CONFLICT,

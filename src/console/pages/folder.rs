@@ -40,6 +40,7 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             } @else {
                 a href="/" { "All stores" }
             }
+            a href=(format!("/history?path={}", enc(&path))) { "History" }
             @if writable {
                 a href=(format!("/new?folder={}", enc(&path))) { "New memory" }
             } @else {

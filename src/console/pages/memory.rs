@@ -1,5 +1,6 @@
 //! A memory: its Markdown rendered (nothing active: `markdown`), its raw text, its
-//! frontmatter fields, freshness, expiry and sha256, with links to edit and delete it.
+//! frontmatter fields, freshness, expiry and sha256, with links to its history and to edit,
+//! rename and delete it.
 
 use http::StatusCode;
 use maud::{PreEscaped, html};
@@ -48,8 +49,10 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
         h1 { (path) }
         p.actions {
             a href=(folder_url(&parent(&path))) { "Folder" }
+            a href=(format!("/history?path={}", enc(&path))) { "History" }
             @if writable {
                 a href=(format!("/edit?path={}", enc(&path))) { "Edit" }
+                a href=(format!("/rename?path={}", enc(&path))) { "Rename or move" }
                 a href=(format!("/delete?path={}", enc(&path))) { "Delete" }
             } @else {
                 span.badge { "read-only" }

@@ -1,16 +1,22 @@
 //! The console's pages, one file per concern: `stores` (the front page), `folder`,
-//! `memory`, `search`, `edit` (with the conflict view), `create`, `delete`, and `signin`
+//! `memory`, `search`, `edit` (with the conflict view), `create`, `rename`, `delete`, `history` (timelines,
+//! versions, diffs, restore, redaction), `archive` (export, import), `upkeep` (review,
+//! expired and prune, MEMORY.md), and `signin`
 //! (sign-in, the one-time link, sign-out). Each page calls the library operation the
 //! matching MCP tool calls, on a blocking thread, and renders its result.
 
+pub mod archive;
 pub mod create;
 pub mod delete;
 pub mod edit;
 pub mod folder;
+pub mod history;
 pub mod memory;
+pub mod rename;
 pub mod search;
 pub mod signin;
 pub mod stores;
+pub mod upkeep;
 
 use std::sync::Arc;
 

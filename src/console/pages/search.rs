@@ -1,5 +1,6 @@
 //! Search: `memory_search`'s engine and parameters (query, path, type, tag, expired
-//! included or not, newest first or by relevance), hits with their line and snippet.
+//! included or not, newest first or by relevance), hits with their line, snippet and how
+//! they matched (words as typed, or word forms).
 
 use http::StatusCode;
 use maud::html;
@@ -95,6 +96,12 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
                     li {
                         a href=(memory_url(&hit.path)) { (hit.path) }
                         " line " (hit.line)
+                        @if !hit.matched.is_empty() {
+                            " " span.badge.matched {
+                                "matched by "
+                                (hit.matched.iter().map(|m| m.name()).collect::<Vec<_>>().join(" and "))
+                            }
+                        }
                         @if hit.expired { " " span.badge { "expired" } }
                         @if let Some(name) = &hit.name { div { strong { (name) } } }
                         @if let Some(d) = &hit.description { div.muted { (d) } }

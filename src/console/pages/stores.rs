@@ -1,5 +1,6 @@
 //! The front page: every store with its description, whether it is read-only, and how
-//! many memories (and bytes) it holds, from the listing `memory_list` gives of `/`.
+//! many memories (and bytes) it holds, from the listing `memory_list` gives of `/`, with
+//! its review, MEMORY.md, export (and import, for an empty writable store).
 
 use http::StatusCode;
 use maud::html;
@@ -27,7 +28,7 @@ pub async fn page(view: View) -> Result<Page, Page> {
     let body = html! {
         h1 { "Stores" }
         table {
-            thead { tr { th { "Store" } th { "Description" } th { "Access" } th.num { "Memories" } th.num { "Size" } } }
+            thead { tr { th { "Store" } th { "Description" } th { "Access" } th.num { "Memories" } th.num { "Size" } th { "Upkeep" } } }
             tbody {
                 @for store in stores {
                     @let path = format!("/{}/", store.name);
@@ -38,6 +39,17 @@ pub async fn page(view: View) -> Result<Page, Page> {
                         td { @if store.read_only { span.badge { "read-only" } } @else { "read-write" } }
                         td.num { (entry.and_then(|e| e.file_count).unwrap_or(0)) }
                         td.num { (layout::size(entry.map_or(0, |e| e.size_bytes))) }
+                        td {
+                            a href=(format!("/review?store={}", layout::enc(&store.name))) { "Review" }
+                            " · "
+                            a href=(format!("/index?store={}", layout::enc(&store.name))) { "MEMORY.md" }
+                            " · "
+                            a href=(format!("/export?store={}", layout::enc(&store.name))) { "Export" }
+                            @if !store.read_only && entry.and_then(|e| e.file_count).unwrap_or(0) == 0 {
+                                " · "
+                                a href=(format!("/import?store={}", layout::enc(&store.name))) { "Import" }
+                            }
+                        }
                     }
                 }
             }
