@@ -433,16 +433,19 @@ fn search(
                     "snippet": h.snippet, "name": h.name,
                     "description": h.description, "updated_at": h.updated_at,
                     "expired": h.expired, "relaxed": r.relaxed,
+                    "importance": h.importance,
                     "matched": h.matched.iter().map(|m| m.name()).collect::<Vec<_>>(),
                 })
             );
             continue;
         }
         let name = h.name.as_deref().map(|n| format!("  {n}"));
+        let importance = h.importance.map(|i| format!(", importance {i}"));
         println!(
-            "{}  (score {:.2}){}\n{}\n",
+            "{}  (score {:.2}{}){}\n{}\n",
             h.path,
             h.score,
+            importance.unwrap_or_default(),
             name.unwrap_or_default(),
             h.snippet
         );

@@ -105,6 +105,10 @@ pub struct HitOut {
     /// include_expired): it is likely out of date.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// The memory's frontmatter `importance` (1–5), when it has one (absent counts as 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u8", range(min = 1, max = 5))]
+    pub importance: Option<u8>,
     /// How the memory matched: `words` (some query word as typed), `word forms` (some
     /// word only as another form of it, e.g. `deployment` for `deploying`), or both.
     pub matched: Vec<MatchedOut>,
@@ -157,6 +161,7 @@ impl From<SearchHit> for HitOut {
             description: h.description,
             updated_at: h.updated_at,
             expired: h.expired,
+            importance: h.importance,
             matched: h.matched.into_iter().map(MatchedOut::from).collect(),
         }
     }
@@ -176,8 +181,8 @@ impl From<SearchResult> for SearchOut {
 
 #[tool_router(router = search_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
-    /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
-    /// `recent`, newest first. Returns paths, the best matching lines (numbered) and
+    /// Full-text search of memory contents, ranked by relevance (BM25, lifted a little
+    /// by a memory's frontmatter `importance`) or, with sort `recent`, newest first. Returns paths, the best matching lines (numbered) and
     /// descriptions. Words are ANDed (memories with some of them follow when too few have
     /// them all) and found
     /// in any of their forms; a whole question works; "quoted phrases" (exact) and
@@ -266,6 +271,9 @@ fn render(query: &str, out: &SearchOut) -> String {
     let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
     for h in &out.hits {
         let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
+        if let Some(i) = h.importance {
+            let _ = write!(s, ", importance {i}");
+        }
         if h.expired {
             s.push_str(", EXPIRED");
         }

@@ -20,15 +20,15 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::frontmatter::Frontmatter;
-use crate::search::Clause;
+use crate::frontmatter::{Frontmatter, NEUTRAL_IMPORTANCE};
 use crate::search::filter::Filter;
 use crate::search::lang::index_stems;
 use crate::search::tokenize::{index_text, index_trigrams, trigrams};
+use crate::search::{Clause, bm25};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-5;tokenizer-4";
+pub const FORMAT: &str = "memdir-index-6;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
@@ -182,8 +182,11 @@ impl Index {
                         description TEXT,
                         kind TEXT,
                         tags TEXT,
-                        expires INTEGER);
+                        expires INTEGER,
+                        importance INTEGER);
                      CREATE INDEX docs_expires ON docs(expires) WHERE expires IS NOT NULL;
+                     CREATE INDEX docs_importance ON docs(importance)
+                        WHERE importance IS NOT NULL AND importance <> 3;
                      CREATE VIRTUAL TABLE fts USING fts5(
                         body, tail, tri, stem, content='', contentless_delete=1,
                         tokenize=\"ascii tokenchars '_'\", detail=full);",
@@ -375,8 +378,40 @@ impl Index {
                 s.0 *= idf;
             }
         }
+        if !recent {
+            self.weigh_importance(&mut scored)?;
+        }
         self.lengths.trim();
         self.page(scored, order, offset, limit)
+    }
+
+    /// Multiplies each match's score by its memory's importance factor
+    /// ([`bm25::importance_factor`], as the scan does). Only memories whose importance is
+    /// not the neutral 3 are looked up (a partial index holds them), so a store that uses
+    /// none pays one empty index look-up.
+    fn weigh_importance(&self, scored: &mut [(f64, i64, i64)]) -> IndexResult<()> {
+        if scored.is_empty() {
+            return Ok(());
+        }
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id, importance FROM docs WHERE importance IS NOT NULL AND importance <> 3",
+        )?;
+        let weights: std::collections::HashMap<i64, f64> = stmt
+            .query_map([], |r| {
+                let importance: i64 = r.get(1)?;
+                let importance = u8::try_from(importance).unwrap_or(NEUTRAL_IMPORTANCE);
+                Ok((r.get(0)?, bm25::importance_factor(importance)))
+            })?
+            .collect::<IndexResult<_>>()?;
+        if weights.is_empty() {
+            return Ok(());
+        }
+        for s in scored.iter_mut() {
+            if let Some(w) = weights.get(&s.1) {
+                s.0 *= w;
+            }
+        }
+        Ok(())
     }
 
     /// The page `offset..offset+limit` of every match's `(score, row id, key)` (lower is
@@ -468,8 +503,9 @@ impl Writer<'_> {
             .map(|f| format!("\u{1f}{}\u{1f}", f.tags.join("\u{1f}")));
         self.conn
             .prepare_cached(
-                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires,
+                    importance)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![
                 doc.rel,
@@ -480,6 +516,7 @@ impl Writer<'_> {
                 fm.and_then(|f| f.kind.as_deref()),
                 tags,
                 fm.and_then(Frontmatter::expires),
+                fm.and_then(|f| f.importance),
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn
