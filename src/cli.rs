@@ -130,9 +130,17 @@ fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             query,
             path,
             limit,
+            min_importance,
             json,
             ..
-        } => search(memdir, query, path.as_deref(), *limit, *json),
+        } => search(
+            memdir,
+            query,
+            path.as_deref(),
+            *limit,
+            *min_importance,
+            *json,
+        ),
         Command::Export { store, .. } => export(memdir, store.as_deref()),
         Command::Import { store, json, .. } => import(memdir, store.as_deref(), *json),
         Command::Check { json, .. } => check(memdir, *json),
@@ -404,12 +412,14 @@ fn search(
     query: &str,
     path: Option<&str>,
     limit: usize,
+    min_importance: Option<i64>,
     json: bool,
 ) -> anyhow::Result<()> {
     let r = SearchRequest {
         query,
         path,
         limit,
+        min_importance,
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;

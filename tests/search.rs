@@ -920,6 +920,56 @@ async fn importance_orders_equal_matches_but_never_a_clearly_better_one() {
 }
 
 #[tokio::test]
+async fn min_importance_filters_where_none_counts_as_three() {
+    let sb = Sandbox::new();
+    importance_store(&sb);
+    let indexed = serve(&sb).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for s in [&indexed, &scan] {
+        for (min, want) in [
+            (1, vec!["c-vital.md", "b-none.md", "a-low.md"]),
+            (2, vec!["c-vital.md", "b-none.md"]),
+            (3, vec!["c-vital.md", "b-none.md"]),
+            (4, vec!["c-vital.md"]),
+            (5, vec!["c-vital.md"]),
+        ] {
+            let r = s
+                .ok(
+                    "memory_search",
+                    json!({"query": "rollback billing", "min_importance": min}),
+                )
+                .await;
+            let got: Vec<String> = ranked(&r).into_iter().map(|h| h.0).collect();
+            let want: Vec<String> = want.iter().map(|p| format!("/memories/{p}")).collect();
+            assert_eq!(got, want, "min_importance {min}: {r}");
+            assert_eq!(r["total_hits"], want.len(), "{r}");
+        }
+        let r = s
+            .ok(
+                "memory_search",
+                json!({"query": "compaction", "min_importance": 2}),
+            )
+            .await;
+        assert_eq!(ranked(&r)[0].0, "/memories/weaker.md", "{r}");
+        assert_eq!(r["total_hits"], 1, "{r}");
+        for bad in [0, 6, -1] {
+            let err = s
+                .err(
+                    "memory_search",
+                    json!({"query": "rollback", "min_importance": bad}),
+                )
+                .await;
+            assert!(
+                err.contains("min_importance must be an integer from 1 to 5"),
+                "{err}"
+            );
+        }
+    }
+    indexed.stop().await;
+    scan.stop().await;
+}
+
+#[tokio::test]
 async fn an_index_without_importance_is_rebuilt() {
     let sb = Sandbox::new();
     importance_store(&sb);

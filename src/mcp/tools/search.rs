@@ -65,6 +65,12 @@ pub struct SearchParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub updated_before: Option<String>,
+    /// Only memories at least this important (1–5): their frontmatter `importance`,
+    /// where a memory without one counts as 3. Use it to keep to what matters when a
+    /// search returns too much; leave it out to search everything.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 5))]
+    pub min_importance: Option<i64>,
     /// Order of the hits: `relevance` (default; best match first) or `recent` (most
     /// recently modified first).
     #[serde(default)]
@@ -213,6 +219,7 @@ impl MemdirServer {
                     include_expired: p.include_expired.unwrap_or(false),
                     updated_after: p.updated_after.as_deref(),
                     updated_before: p.updated_before.as_deref(),
+                    min_importance: p.min_importance,
                     order: match p.sort {
                         None | Some(Sort::Relevance) => Order::Relevance,
                         Some(Sort::Recent) => Order::Recent,
