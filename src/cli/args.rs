@@ -446,8 +446,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List memories not updated for a while, oldest first, with name, description and
-    /// age: to keep, update or delete.
+    /// List memories not updated for a while, the least important first (frontmatter
+    /// `importance`, 3 without one), then oldest first, with name, description and age:
+    /// to keep, update or delete.
     Review {
         #[command(flatten)]
         stores: StoreArgs,
