@@ -387,25 +387,45 @@ impl Index {
 
     /// Multiplies each match's score by its memory's importance factor
     /// ([`bm25::importance_factor`], as the scan does). Only memories whose importance is
-    /// not the neutral 3 are looked up (a partial index holds them), so a store that uses
-    /// none pays one empty index look-up.
+    /// not the neutral 3 are looked up (a partial index holds them): a store that sets
+    /// none pays one count of an empty index; otherwise the matches are looked up by id
+    /// when they are fewer than those memories, else those memories are read at once.
     fn weigh_importance(&self, scored: &mut [(f64, i64, i64)]) -> IndexResult<()> {
         if scored.is_empty() {
             return Ok(());
         }
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT id, importance FROM docs WHERE importance IS NOT NULL AND importance <> 3",
-        )?;
-        let weights: std::collections::HashMap<i64, f64> = stmt
-            .query_map([], |r| {
-                let importance: i64 = r.get(1)?;
-                let importance = u8::try_from(importance).unwrap_or(NEUTRAL_IMPORTANCE);
-                Ok((r.get(0)?, bm25::importance_factor(importance)))
-            })?
-            .collect::<IndexResult<_>>()?;
-        if weights.is_empty() {
+        let marked: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM docs WHERE importance IS NOT NULL AND importance <> 3",
+            )?
+            .query_row([], |r| r.get(0))?;
+        let factor = |importance: i64| {
+            bm25::importance_factor(u8::try_from(importance).unwrap_or(NEUTRAL_IMPORTANCE))
+        };
+        if marked == 0 {
             return Ok(());
         }
+        if (scored.len() as i64) < marked {
+            let mut one = self
+                .conn
+                .prepare_cached("SELECT importance FROM docs WHERE id = ?1")?;
+            for s in scored.iter_mut() {
+                let importance: Option<Option<i64>> =
+                    one.query_row([s.1], |r| r.get(0)).optional()?;
+                if let Some(Some(i)) = importance {
+                    s.0 *= factor(i);
+                }
+            }
+            return Ok(());
+        }
+        let weights: std::collections::HashMap<i64, f64> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, importance FROM docs WHERE importance IS NOT NULL AND importance <> 3",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, factor(r.get(1)?))))?
+            .collect::<IndexResult<_>>()?;
         for s in scored.iter_mut() {
             if let Some(w) = weights.get(&s.1) {
                 s.0 *= w;
@@ -749,6 +769,53 @@ mod tests {
             }
         }
         compared
+    }
+
+    /// Importance weighs scores the same way whether the matches are looked up one by one
+    /// (fewer matches than marked memories) or the marked memories are read at once.
+    #[test]
+    fn importance_weighs_scores_by_either_look_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        let add = |rel: &str, text: &str, importance: Option<u8>| {
+            let fm = Frontmatter {
+                importance,
+                ..Frontmatter::default()
+            };
+            index
+                .write(|w| {
+                    w.upsert(&IndexedDoc {
+                        rel,
+                        stamp: Stamp {
+                            size: text.len() as u64,
+                            mtime_ns: 0,
+                            ino: 0,
+                        },
+                        text,
+                        frontmatter: Some(&fm),
+                    })
+                })
+                .unwrap();
+        };
+        let same = "rollback steps for billing notes\n";
+        add("a.md", same, Some(5));
+        add("b.md", same, None);
+        add("c.md", same, Some(1));
+        for rel in ["e1.md", "e2.md", "e3.md"] {
+            add(rel, "other notes\n", Some(4));
+        }
+        // Five memories are marked: `rollback` matches three of them (looked up one by
+        // one), `notes` all six (the marked memories read at once).
+        for query in ["rollback", "notes"] {
+            let q = Query::parse(query);
+            let (_, rows) = index
+                .query(&q.clauses, Combine::All, &Filter::default(), 0, 10)
+                .unwrap();
+            let score = |rel: &str| rows.iter().find(|r| r.rel == rel).unwrap().score;
+            let (a, b, c) = (score("a.md"), score("b.md"), score("c.md"));
+            assert!((a / b - 1.1).abs() < 1e-9, "{query}: {rows:?}");
+            assert!((c / b - 0.9).abs() < 1e-9, "{query}: {rows:?}");
+        }
     }
 
     /// FTS5 shares per-query data between every call of one function in a statement, so
