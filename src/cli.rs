@@ -130,9 +130,17 @@ fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             query,
             path,
             limit,
+            min_importance,
             json,
             ..
-        } => search(memdir, query, path.as_deref(), *limit, *json),
+        } => search(
+            memdir,
+            query,
+            path.as_deref(),
+            *limit,
+            *min_importance,
+            *json,
+        ),
         Command::Export { store, .. } => export(memdir, store.as_deref()),
         Command::Import { store, json, .. } => import(memdir, store.as_deref(), *json),
         Command::Check { json, .. } => check(memdir, *json),
@@ -259,17 +267,20 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
                         "updated_at": e.updated_at, "name": e.name,
                         "description": e.description, "type": e.kind,
                         "file_count": e.file_count, "expires_at": e.expires_at,
-                        "expired": e.expired,
+                        "expired": e.expired, "importance": e.importance,
                     })
                 );
                 continue;
             }
             let name = e.name.as_deref().map(|n| format!("  {n}"));
             println!(
-                "{:>10}  {}  {}{}{}",
+                "{:>10}  {}  {}{}{}{}",
                 e.size_bytes,
                 e.updated_at,
                 e.path,
+                e.importance
+                    .map(|i| format!("  [importance {i}]"))
+                    .unwrap_or_default(),
                 if e.expired { "  [expired]" } else { "" },
                 name.unwrap_or_default()
             );
@@ -404,12 +415,14 @@ fn search(
     query: &str,
     path: Option<&str>,
     limit: usize,
+    min_importance: Option<i64>,
     json: bool,
 ) -> anyhow::Result<()> {
     let r = SearchRequest {
         query,
         path,
         limit,
+        min_importance,
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;
@@ -433,16 +446,19 @@ fn search(
                     "snippet": h.snippet, "name": h.name,
                     "description": h.description, "updated_at": h.updated_at,
                     "expired": h.expired, "relaxed": r.relaxed,
+                    "importance": h.importance,
                     "matched": h.matched.iter().map(|m| m.name()).collect::<Vec<_>>(),
                 })
             );
             continue;
         }
         let name = h.name.as_deref().map(|n| format!("  {n}"));
+        let importance = h.importance.map(|i| format!(", importance {i}"));
         println!(
-            "{}  (score {:.2}){}\n{}\n",
+            "{}  (score {:.2}{}){}\n{}\n",
             h.path,
             h.score,
+            importance.unwrap_or_default(),
             name.unwrap_or_default(),
             h.snippet
         );
@@ -558,10 +574,11 @@ fn prune(memdir: &Memdir, store: Option<&str>, dry_run: bool, json: bool) -> any
     Ok(())
 }
 
-/// `memdir review`.
+/// `memdir review`: the stale memories, the least important first (those most likely
+/// to be let go), each importance oldest first.
 fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
-    let mut count = 0;
+    let mut stale = Vec::new();
     loop {
         let page = ListRequest {
             path: Some(path),
@@ -572,40 +589,50 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
             ..Default::default()
         }
         .run(memdir)?;
-        for e in &page.entries {
-            count += 1;
-            let age = crate::text::parse_instant(&e.updated_at)
-                .map_or(0, |t| (crate::text::now_secs() - t).max(0) / 86_400);
-            if json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "path": e.path, "name": e.name, "description": e.description,
-                        "updated_at": e.updated_at, "age_days": age,
-                        "expired": e.expired, "expires_at": e.expires_at,
-                    })
-                );
-            } else {
-                let about = [e.name.as_deref(), e.description.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .collect::<Vec<_>>()
-                    .join(": ");
-                println!(
-                    "{age:>5} days  {}{}{}",
-                    e.path,
-                    if e.expired { "  [expired]" } else { "" },
-                    if about.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  {about}")
-                    }
-                );
-            }
-        }
+        stale.extend(page.entries);
         match page.next_cursor {
             Some(c) => cursor = Some(c),
             None => break,
+        }
+    }
+    // A stable sort: within one importance, the oldest first as listed.
+    stale.sort_by_key(|e| {
+        e.importance
+            .unwrap_or(crate::frontmatter::NEUTRAL_IMPORTANCE)
+    });
+    let count = stale.len();
+    for e in &stale {
+        let age = crate::text::parse_instant(&e.updated_at)
+            .map_or(0, |t| (crate::text::now_secs() - t).max(0) / 86_400);
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "path": e.path, "name": e.name, "description": e.description,
+                    "updated_at": e.updated_at, "age_days": age,
+                    "expired": e.expired, "expires_at": e.expires_at,
+                    "importance": e.importance,
+                })
+            );
+        } else {
+            let about = [e.name.as_deref(), e.description.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(": ");
+            println!(
+                "{age:>5} days  {}{}{}{}",
+                e.path,
+                e.importance
+                    .map(|i| format!("  [importance {i}]"))
+                    .unwrap_or_default(),
+                if e.expired { "  [expired]" } else { "" },
+                if about.is_empty() {
+                    String::new()
+                } else {
+                    format!("  {about}")
+                }
+            );
         }
     }
     if !json {

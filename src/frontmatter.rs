@@ -13,7 +13,16 @@ pub struct Frontmatter {
     pub kind: Option<String>,
     pub tags: Vec<String>,
     pub expires_at: Option<String>,
+    /// `importance`, an integer from 1 to 5; `None` when absent or anything else
+    /// (lenient, as every field: ignored, never an error).
+    pub importance: Option<u8>,
 }
+
+/// The importance of a memory without a valid `importance` field: the neutral value.
+pub const NEUTRAL_IMPORTANCE: u8 = 3;
+
+/// The lowest and highest valid `importance`.
+pub const IMPORTANCE_RANGE: std::ops::RangeInclusive<u8> = 1..=5;
 
 impl Frontmatter {
     /// When the memory expires, in seconds since the epoch: `expires` (or `expires_at`)
@@ -30,6 +39,12 @@ impl Frontmatter {
     pub fn expired_at(&self, now: i64) -> bool {
         self.expires().is_some_and(|e| e <= now)
     }
+}
+
+/// A memory's importance, 1 to 5: its frontmatter's, or [`NEUTRAL_IMPORTANCE`] without
+/// one (or without a frontmatter).
+pub fn importance(fm: Option<&Frontmatter>) -> u8 {
+    fm.and_then(|f| f.importance).unwrap_or(NEUTRAL_IMPORTANCE)
 }
 
 /// Only the head of a file is looked at.
@@ -87,6 +102,12 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
         tags,
         // `expires` (Claude Code's spelling) and `expires_at` (the contract's) are one field.
         expires_at: get("expires").or_else(|| get("expires_at")),
+        importance: match map.get(&Yaml::String("importance".to_owned())) {
+            Some(Yaml::Integer(i)) => u8::try_from(*i).ok(),
+            Some(Yaml::String(s)) => s.trim().parse::<u8>().ok(),
+            _ => None,
+        }
+        .filter(|i| IMPORTANCE_RANGE.contains(i)),
     })
 }
 
@@ -150,6 +171,23 @@ mod tests {
         }
         assert!(!may_have("---\nname: a\n---\n", "expires"));
         assert!(!may_have("expires: 2026-03-01\n", "expires"));
+    }
+
+    #[test]
+    fn importance_is_an_integer_from_1_to_5_or_nothing() {
+        let of = |v: &str| {
+            parse(&format!("---\nimportance: {v}\n---\n"))
+                .unwrap()
+                .importance
+        };
+        assert_eq!(of("5"), Some(5));
+        assert_eq!(of("1"), Some(1));
+        assert_eq!(of("\"4\""), Some(4));
+        for bad in ["0", "6", "-1", "3.5", "high", "[1]", "300", "~"] {
+            assert_eq!(of(bad), None, "{bad}");
+        }
+        assert_eq!(importance(None), NEUTRAL_IMPORTANCE);
+        assert_eq!(importance(parse("---\nimportance: 2\n---\n").as_ref()), 2);
     }
 
     #[test]

@@ -877,3 +877,81 @@ fn cache_prune_removes_the_indexes_of_stores_that_are_gone() {
     assert!(out.contains("no longer exists"), "{out}");
     assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
 }
+
+#[test]
+fn review_puts_low_importance_first_and_search_filters_by_importance() {
+    let sb = Sandbox::new();
+    // (file, importance field, days since the last update)
+    for (file, field, days) in [
+        ("vital-old.md", "importance: 5", 400),
+        ("plain-older.md", "name: plain", 500),
+        ("plain-old.md", "name: plain", 200),
+        ("trivial.md", "importance: 1", 100),
+        ("minor.md", "importance: 2", 300),
+        ("fresh.md", "importance: 1", 1),
+    ] {
+        let path = sb.store().join(file);
+        std::fs::write(
+            &path,
+            format!("---\n{field}\n---\nrotate the signing keys\n"),
+        )
+        .unwrap();
+        age(&path, days);
+    }
+    let (ok, out, err) = memdir(&sb, &["review"]);
+    assert!(ok, "{err}");
+    let order: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2))
+        .filter(|p| p.starts_with("/memories/"))
+        .collect();
+    // Least important first; within one importance (none counts as 3), oldest first.
+    assert_eq!(
+        order,
+        [
+            "/memories/trivial.md",
+            "/memories/minor.md",
+            "/memories/plain-older.md",
+            "/memories/plain-old.md",
+            "/memories/vital-old.md",
+        ],
+        "{out}"
+    );
+    assert!(out.contains("[importance 1]"), "{out}");
+    let (ok, out, _) = memdir(&sb, &["review", "--json"]);
+    assert!(ok);
+    let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(first["importance"], 1, "{out}");
+
+    let (ok, out, err) = memdir(&sb, &["search", "signing keys", "--min-importance", "4"]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("/memories/vital-old.md") && out.contains("importance 5"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("plain-old") && !out.contains("trivial"),
+        "{out}"
+    );
+    let (ok, out, err) = memdir(
+        &sb,
+        &["search", "signing keys", "--min-importance", "3", "--json"],
+    );
+    assert!(ok, "{err}");
+    let hits: Vec<serde_json::Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(hits.len(), 3, "{out}");
+    assert_eq!(hits[0]["path"], "/memories/vital-old.md", "{out}");
+    assert_eq!(hits[0]["importance"], 5, "{out}");
+    let (ok, out, err) = memdir(&sb, &["search", "signing keys", "--min-importance", "9"]);
+    assert!(!ok && out.is_empty(), "{out}");
+    assert!(
+        err.contains("min_importance must be an integer from 1 to 5"),
+        "{err}"
+    );
+    let (ok, out, _) = memdir(&sb, &["list", "--json"]);
+    assert!(ok);
+    assert!(out.contains("\"importance\":5"), "{out}");
+}

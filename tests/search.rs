@@ -823,3 +823,195 @@ async fn an_index_of_an_older_format_is_rebuilt() {
     assert_ne!(format, "memdir-index-4;tokenizer-3");
     conn.execute_batch("SELECT stem FROM fts LIMIT 0").unwrap();
 }
+
+/// `(path, score, importance)` of each hit, in order.
+fn ranked(r: &Value) -> Vec<(String, f64, Option<u64>)> {
+    r["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["path"].as_str().unwrap().to_owned(),
+                h["score"].as_f64().unwrap(),
+                h["importance"].as_u64(),
+            )
+        })
+        .collect()
+}
+
+/// Memories that match `rollback billing` equally well (the same words, the same
+/// length), with importance 5, none (a `priority` field memdir does not read: 3) and 1;
+/// and a clearly better match of `compaction` with importance 1 next to a weaker one
+/// with importance 5.
+fn importance_store(sb: &Sandbox) {
+    for (name, field) in [
+        ("a-low.md", "importance: 1"),
+        ("b-none.md", "priority: 5"),
+        ("c-vital.md", "importance: 5"),
+    ] {
+        std::fs::write(
+            sb.store().join(name),
+            format!("---\n{field}\n---\nRollback steps for the billing service.\n"),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        sb.store().join("better.md"),
+        "---\nimportance: 1\n---\ncompaction\ncompaction strategy\nwhen compaction runs\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sb.store().join("weaker.md"),
+        "---\nimportance: 5\n---\nA long note that mentions compaction once among many other words about unrelated topics, lists and plans.\n",
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn importance_orders_equal_matches_but_never_a_clearly_better_one() {
+    let sb = Sandbox::new();
+    importance_store(&sb);
+    let indexed = serve(&sb).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for s in [&indexed, &scan] {
+        let r = s
+            .ok("memory_search", json!({"query": "rollback billing"}))
+            .await;
+        let hits = ranked(&r);
+        let order: Vec<&str> = hits.iter().map(|h| h.0.as_str()).collect();
+        // By path they would come low, none, vital: importance reverses them.
+        assert_eq!(
+            order,
+            [
+                "/memories/c-vital.md",
+                "/memories/b-none.md",
+                "/memories/a-low.md"
+            ],
+            "{r}"
+        );
+        // The lift is the measured factor: 1.1 for 5, 1 for none, 0.9 for 1.
+        let (vital, none, low) = (hits[0].1, hits[1].1, hits[2].1);
+        assert_eq!(vital, 1.0, "{r}");
+        assert!((none - 1.0 / 1.1).abs() < 1e-9, "{r}");
+        assert!((low - 0.9 / 1.1).abs() < 1e-9, "{r}");
+        assert_eq!(
+            hits.iter().map(|h| h.2).collect::<Vec<_>>(),
+            [Some(5), None, Some(1)],
+            "{r}"
+        );
+        // Importance 1 does not sink a clearly better match below importance 5.
+        let r = s.ok("memory_search", json!({"query": "compaction"})).await;
+        let hits = ranked(&r);
+        assert_eq!(hits[0].0, "/memories/better.md", "{r}");
+        assert_eq!(hits[1].0, "/memories/weaker.md", "{r}");
+        assert!(hits[1].1 < 0.9, "{r}");
+        // `recent` order is untouched by importance.
+        let r = s
+            .ok(
+                "memory_search",
+                json!({"query": "rollback billing", "sort": "recent"}),
+            )
+            .await;
+        assert_eq!(r["total_hits"], 3, "{r}");
+    }
+    indexed.stop().await;
+    scan.stop().await;
+}
+
+#[tokio::test]
+async fn min_importance_filters_where_none_counts_as_three() {
+    let sb = Sandbox::new();
+    importance_store(&sb);
+    let indexed = serve(&sb).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for s in [&indexed, &scan] {
+        for (min, want) in [
+            (1, vec!["c-vital.md", "b-none.md", "a-low.md"]),
+            (2, vec!["c-vital.md", "b-none.md"]),
+            (3, vec!["c-vital.md", "b-none.md"]),
+            (4, vec!["c-vital.md"]),
+            (5, vec!["c-vital.md"]),
+        ] {
+            let r = s
+                .ok(
+                    "memory_search",
+                    json!({"query": "rollback billing", "min_importance": min}),
+                )
+                .await;
+            let got: Vec<String> = ranked(&r).into_iter().map(|h| h.0).collect();
+            let want: Vec<String> = want.iter().map(|p| format!("/memories/{p}")).collect();
+            assert_eq!(got, want, "min_importance {min}: {r}");
+            assert_eq!(r["total_hits"], want.len(), "{r}");
+        }
+        let r = s
+            .ok(
+                "memory_search",
+                json!({"query": "compaction", "min_importance": 2}),
+            )
+            .await;
+        assert_eq!(ranked(&r)[0].0, "/memories/weaker.md", "{r}");
+        assert_eq!(r["total_hits"], 1, "{r}");
+        for bad in [0, 6, -1] {
+            let err = s
+                .err(
+                    "memory_search",
+                    json!({"query": "rollback", "min_importance": bad}),
+                )
+                .await;
+            assert!(
+                err.contains("min_importance must be an integer from 1 to 5"),
+                "{err}"
+            );
+        }
+    }
+    indexed.stop().await;
+    scan.stop().await;
+}
+
+#[tokio::test]
+async fn an_index_without_importance_is_rebuilt() {
+    let sb = Sandbox::new();
+    importance_store(&sb);
+    let s = serve(&sb).await;
+    assert_eq!(hit_paths(&s, "billing").await.len(), 3);
+    s.stop().await;
+    // Make it the index of the version before importance: no such column, its format.
+    let db = walkdir::WalkDir::new(index_dir(&sb))
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".sqlite3"))
+        .expect("the index database")
+        .into_path();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch(
+        "DROP INDEX docs_importance;
+         ALTER TABLE docs DROP COLUMN importance;
+         UPDATE meta SET value = 'memdir-index-5;tokenizer-4' WHERE key = 'format';",
+    )
+    .unwrap();
+    drop(conn);
+    let s = serve(&sb).await;
+    let r = s
+        .ok("memory_search", json!({"query": "rollback billing"}))
+        .await;
+    assert_eq!(ranked(&r)[0].0, "/memories/c-vital.md", "{r}");
+    assert_eq!(r["total_hits"], 3, "{r}");
+    s.stop().await;
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let stored: Vec<(String, Option<i64>)> = conn
+        .prepare("SELECT path, importance FROM docs ORDER BY path")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        stored.contains(&("c-vital.md".to_owned(), Some(5))),
+        "{stored:?}"
+    );
+    assert!(
+        stored.contains(&("b-none.md".to_owned(), None)),
+        "{stored:?}"
+    );
+}

@@ -419,6 +419,10 @@ pub enum Command {
         path: Option<String>,
         #[arg(long, default_value_t = 10)]
         limit: usize,
+        /// Only memories whose frontmatter `importance` is at least N (1–5; a memory
+        /// without one counts as 3).
+        #[arg(long, value_name = "N")]
+        min_importance: Option<i64>,
         /// Print one JSON object per hit instead of text.
         #[arg(long)]
         json: bool,
@@ -442,8 +446,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List memories not updated for a while, oldest first, with name, description and
-    /// age: to keep, update or delete.
+    /// List memories not updated for a while, the least important first (frontmatter
+    /// `importance`, 3 without one), then oldest first, with name, description and age:
+    /// to keep, update or delete.
     Review {
         #[command(flatten)]
         stores: StoreArgs,

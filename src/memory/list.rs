@@ -53,6 +53,8 @@ pub struct ListEntry {
     pub expires_at: Option<String>,
     /// That time has passed.
     pub expired: bool,
+    /// Frontmatter `importance` (1–5), when valid.
+    pub importance: Option<u8>,
 }
 
 #[derive(Debug)]
@@ -333,6 +335,7 @@ fn list_entry(md: &Memdir, row: &Row) -> ListEntry {
         file_count: row.file_count,
         expires_at: None,
         expired: false,
+        importance: None,
     };
     // A folder without files has no newest file: its own time is what it has (not
     // 1970, the time of nothing).
@@ -352,6 +355,7 @@ fn list_entry(md: &Memdir, row: &Row) -> ListEntry {
             entry.name = fm.name;
             entry.description = fm.description;
             entry.kind = fm.kind;
+            entry.importance = fm.importance;
         }
     }
     entry

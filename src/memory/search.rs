@@ -32,7 +32,25 @@ pub struct SearchRequest<'a> {
     pub updated_after: Option<&'a str>,
     /// Only memories modified before this (RFC 3339 date-time or date).
     pub updated_before: Option<&'a str>,
+    /// Only memories whose frontmatter `importance` is at least this (1–5; a memory
+    /// without one counts as 3).
+    pub min_importance: Option<i64>,
     pub order: Order,
+}
+
+/// `min_importance` checked: an integer from 1 to 5.
+fn min_importance(raw: Option<i64>) -> Result<Option<u8>> {
+    raw.map(|n| {
+        u8::try_from(n)
+            .ok()
+            .filter(|n| crate::frontmatter::IMPORTANCE_RANGE.contains(n))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "min_importance must be an integer from 1 to 5 (memories without an importance count as 3); got {n}"
+                ))
+            })
+    })
+    .transpose()
 }
 
 /// Where a page starts: the `next_cursor` of a previous search, or the first hit.
@@ -73,6 +91,7 @@ impl SearchRequest<'_> {
             live_at: (!self.include_expired).then(text::now_secs),
             updated_after_ns: instant_ns("updated_after", self.updated_after)?,
             updated_before_ns: instant_ns("updated_before", self.updated_before)?,
+            min_importance: min_importance(self.min_importance)?,
         };
         let query = Query::parse(self.query);
         let scopes = scopes(md, self.path)?;

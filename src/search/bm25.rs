@@ -15,6 +15,20 @@ pub const B: f64 = 0.75;
 /// typed (the index's stem column weight; the scan's form frequencies).
 pub const FORM_WEIGHT: f64 = 0.3;
 
+/// What a memory's `importance` multiplies its score by: 1 for the neutral 3, and
+/// [`IMPORTANCE_STEP`] more (or less) per step above (or below), so 5 → 1.1 and 1 → 0.9.
+/// Both rankers apply it, the index to each match's score and the scan to each file's.
+pub fn importance_factor(importance: u8) -> f64 {
+    1.0 + IMPORTANCE_STEP
+        * (f64::from(importance) - f64::from(crate::frontmatter::NEUTRAL_IMPORTANCE))
+}
+
+/// The lift of one step of importance: small, so that importance orders near-equal
+/// matches and never lifts a memory above one that matches clearly better (a match more
+/// than 1.1 / 0.9 ≈ 1.22 times as good stays first whatever the importances;
+/// docs/decisions/search-engine.md measures how often scores are that close).
+pub const IMPORTANCE_STEP: f64 = 0.05;
+
 /// A clause's BM25 weight in one document before its IDF: its (column-weighted)
 /// frequency `tf`, saturated by [`K1`] and normalised by [`B`] for a document of `len`
 /// tokens where the average is `avg_len`. Written in the order of FTS5's `bm25()`, whose

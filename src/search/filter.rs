@@ -2,7 +2,7 @@
 //! ([`Filter::sql`]), the scan to each file it reads ([`Filter::admits`]), so the two can
 //! never disagree on what a filter means.
 
-use crate::frontmatter::Frontmatter;
+use crate::frontmatter::{self, Frontmatter, NEUTRAL_IMPORTANCE};
 
 /// A search's filters.
 #[derive(Clone, Copy, Debug, Default)]
@@ -20,6 +20,9 @@ pub struct Filter<'a> {
     pub updated_after_ns: Option<i64>,
     /// Only memories modified before this time (nanoseconds since the epoch).
     pub updated_before_ns: Option<i64>,
+    /// Only memories whose `importance` is at least this ([`frontmatter::importance`]:
+    /// a memory without one counts as the neutral 3).
+    pub min_importance: Option<u8>,
 }
 
 impl Filter<'_> {
@@ -38,6 +41,11 @@ impl Filter<'_> {
         }
         if let Some(now) = self.live_at
             && fm.is_some_and(|f| f.expired_at(now))
+        {
+            return false;
+        }
+        if let Some(min) = self.min_importance
+            && frontmatter::importance(fm) < min
         {
             return false;
         }
@@ -81,6 +89,13 @@ impl Filter<'_> {
             let n = bind(now.to_string());
             sql.push_str(&format!(
                 " AND (docs.expires IS NULL OR docs.expires > CAST({n} AS INTEGER))"
+            ));
+        }
+        if let Some(min) = self.min_importance {
+            // `docs.importance` is NULL for a memory without one: the neutral value.
+            let m = bind(min.to_string());
+            sql.push_str(&format!(
+                " AND coalesce(docs.importance, {NEUTRAL_IMPORTANCE}) >= CAST({m} AS INTEGER)"
             ));
         }
         if let Some(after) = self.updated_after_ns {

@@ -13,7 +13,7 @@ use super::filter::Filter;
 use super::index::{Combine, Index, Order, Stamp};
 use super::matching::{Matched, Shown, shown_lines};
 use super::snippet::clip;
-use super::{DocMatch, Query, Scorer};
+use super::{DocMatch, Query, Scorer, bm25};
 use crate::error::{Error, Result};
 use crate::frontmatter;
 use crate::path::MemPath;
@@ -76,6 +76,8 @@ pub struct SearchHit {
     pub updated_at: String,
     /// How it matched the query.
     pub matched: Vec<Matched>,
+    /// Its frontmatter `importance` (1–5), when it has a valid one.
+    pub importance: Option<u8>,
 }
 
 #[derive(Debug)]
@@ -307,6 +309,7 @@ fn show<'c>(
             snippet,
             expired: fm.as_ref().is_some_and(|f| f.expired_at(text::now_secs())),
             name: fm.as_ref().and_then(|f| f.name.clone()),
+            importance: fm.as_ref().and_then(|f| f.importance),
             description: fm.and_then(|f| f.description),
             updated_at: text::rfc3339(doc.modified),
             matched,
@@ -335,9 +338,11 @@ fn scan(
             _ => continue,
         };
         let modified_ns = nanos(doc.modified);
-        if !filter.admits(frontmatter::parse(&doc.text).as_ref(), modified_ns) {
+        let fm = frontmatter::parse(&doc.text);
+        if !filter.admits(fm.as_ref(), modified_ns) {
             continue;
         }
+        let weight = bm25::importance_factor(frontmatter::importance(fm.as_ref()));
         let m = DocMatch::of(query, &doc.text);
         docs += 1;
         total_len += m.len as u64;
@@ -349,14 +354,15 @@ fn scan(
             Combine::Any => m.any(),
         };
         if keep {
-            matched.push((path, m, modified_ns));
+            matched.push((path, m, modified_ns, weight));
         }
     }
     let scorer = Scorer::new(&df, docs, total_len);
+    // Each score times its memory's importance factor, as the index weighs its matches.
     Ok(matched
         .into_iter()
-        .map(|(path, m, modified_ns)| Candidate {
-            score: scorer.score(&m),
+        .map(|(path, m, modified_ns, weight)| Candidate {
+            score: scorer.score(&m) * weight,
             path,
             modified_ns,
             indexed: None,

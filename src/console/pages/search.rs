@@ -52,6 +52,7 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
                     include_expired,
                     updated_after: None,
                     updated_before: None,
+                    min_importance: None,
                     order: if recent {
                         Order::Recent
                     } else {

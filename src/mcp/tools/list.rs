@@ -100,6 +100,10 @@ pub struct EntryOut {
     /// Present (true) when that time has passed: the memory is likely out of date.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// The memory's frontmatter `importance` (1–5), when it has one (absent counts as 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u8", range(min = 1, max = 5))]
+    pub importance: Option<u8>,
 }
 
 #[derive(Debug, Serialize, JsonSchema)]
@@ -127,6 +131,7 @@ impl From<ListEntry> for EntryOut {
             file_count: e.file_count,
             expires_at: e.expires_at,
             expired: e.expired,
+            importance: e.importance,
         }
     }
 }

@@ -65,6 +65,12 @@ pub struct SearchParams {
     #[serde(default)]
     #[schemars(with = "String")]
     pub updated_before: Option<String>,
+    /// Only memories at least this important (1–5): their frontmatter `importance`,
+    /// where a memory without one counts as 3. Use it to keep to what matters when a
+    /// search returns too much; leave it out to search everything.
+    #[serde(default)]
+    #[schemars(with = "i64", range(min = 1, max = 5))]
+    pub min_importance: Option<i64>,
     /// Order of the hits: `relevance` (default; best match first) or `recent` (most
     /// recently modified first).
     #[serde(default)]
@@ -86,7 +92,8 @@ pub enum Sort {
 pub struct HitOut {
     pub path: String,
     /// Relevance relative to the best hit of this search (on every page): 1 for the
-    /// best, e.g. 0.5 for a hit half as relevant (BM25).
+    /// best, e.g. 0.5 for a hit half as relevant (BM25, times 1.1 at importance 5 down to
+    /// 0.9 at importance 1).
     pub score: f64,
     /// The best matching line (1-based).
     pub line: u64,
@@ -105,6 +112,10 @@ pub struct HitOut {
     /// include_expired): it is likely out of date.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub expired: bool,
+    /// The memory's frontmatter `importance` (1–5), when it has one (absent counts as 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u8", range(min = 1, max = 5))]
+    pub importance: Option<u8>,
     /// How the memory matched: `words` (some query word as typed), `word forms` (some
     /// word only as another form of it, e.g. `deployment` for `deploying`), or both.
     pub matched: Vec<MatchedOut>,
@@ -157,6 +168,7 @@ impl From<SearchHit> for HitOut {
             description: h.description,
             updated_at: h.updated_at,
             expired: h.expired,
+            importance: h.importance,
             matched: h.matched.into_iter().map(MatchedOut::from).collect(),
         }
     }
@@ -176,8 +188,8 @@ impl From<SearchResult> for SearchOut {
 
 #[tool_router(router = search_router, vis = "pub(in crate::mcp)")]
 impl MemdirServer {
-    /// Full-text search of memory contents, ranked by relevance (BM25) or, with sort
-    /// `recent`, newest first. Returns paths, the best matching lines (numbered) and
+    /// Full-text search of memory contents, ranked by relevance (BM25, lifted a little
+    /// by a memory's frontmatter `importance`) or, with sort `recent`, newest first. Returns paths, the best matching lines (numbered) and
     /// descriptions. Words are ANDed (memories with some of them follow when too few have
     /// them all) and found
     /// in any of their forms; a whole question works; "quoted phrases" (exact) and
@@ -208,6 +220,7 @@ impl MemdirServer {
                     include_expired: p.include_expired.unwrap_or(false),
                     updated_after: p.updated_after.as_deref(),
                     updated_before: p.updated_before.as_deref(),
+                    min_importance: p.min_importance,
                     order: match p.sort {
                         None | Some(Sort::Relevance) => Order::Relevance,
                         Some(Sort::Recent) => Order::Recent,
@@ -266,6 +279,9 @@ fn render(query: &str, out: &SearchOut) -> String {
     let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
     for h in &out.hits {
         let _ = write!(s, "\n{} (score {}", h.path, score(h.score));
+        if let Some(i) = h.importance {
+            let _ = write!(s, ", importance {i}");
+        }
         if h.expired {
             s.push_str(", EXPIRED");
         }

@@ -20,15 +20,15 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::frontmatter::Frontmatter;
-use crate::search::Clause;
+use crate::frontmatter::{Frontmatter, NEUTRAL_IMPORTANCE};
 use crate::search::filter::Filter;
 use crate::search::lang::index_stems;
 use crate::search::tokenize::{index_text, index_trigrams, trigrams};
+use crate::search::{Clause, bm25};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-5;tokenizer-4";
+pub const FORMAT: &str = "memdir-index-6;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
@@ -182,8 +182,11 @@ impl Index {
                         description TEXT,
                         kind TEXT,
                         tags TEXT,
-                        expires INTEGER);
+                        expires INTEGER,
+                        importance INTEGER);
                      CREATE INDEX docs_expires ON docs(expires) WHERE expires IS NOT NULL;
+                     CREATE INDEX docs_importance ON docs(importance)
+                        WHERE importance IS NOT NULL AND importance <> 3;
                      CREATE VIRTUAL TABLE fts USING fts5(
                         body, tail, tri, stem, content='', contentless_delete=1,
                         tokenize=\"ascii tokenchars '_'\", detail=full);",
@@ -375,8 +378,60 @@ impl Index {
                 s.0 *= idf;
             }
         }
+        if !recent {
+            self.weigh_importance(&mut scored)?;
+        }
         self.lengths.trim();
         self.page(scored, order, offset, limit)
+    }
+
+    /// Multiplies each match's score by its memory's importance factor
+    /// ([`bm25::importance_factor`], as the scan does). Only memories whose importance is
+    /// not the neutral 3 are looked up (a partial index holds them): a store that sets
+    /// none pays one count of an empty index; otherwise the matches are looked up by id
+    /// when they are fewer than those memories, else those memories are read at once.
+    fn weigh_importance(&self, scored: &mut [(f64, i64, i64)]) -> IndexResult<()> {
+        if scored.is_empty() {
+            return Ok(());
+        }
+        let marked: i64 = self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM docs WHERE importance IS NOT NULL AND importance <> 3",
+            )?
+            .query_row([], |r| r.get(0))?;
+        let factor = |importance: i64| {
+            bm25::importance_factor(u8::try_from(importance).unwrap_or(NEUTRAL_IMPORTANCE))
+        };
+        if marked == 0 {
+            return Ok(());
+        }
+        if (scored.len() as i64) < marked {
+            let mut one = self
+                .conn
+                .prepare_cached("SELECT importance FROM docs WHERE id = ?1")?;
+            for s in scored.iter_mut() {
+                let importance: Option<Option<i64>> =
+                    one.query_row([s.1], |r| r.get(0)).optional()?;
+                if let Some(Some(i)) = importance {
+                    s.0 *= factor(i);
+                }
+            }
+            return Ok(());
+        }
+        let weights: std::collections::HashMap<i64, f64> = self
+            .conn
+            .prepare_cached(
+                "SELECT id, importance FROM docs WHERE importance IS NOT NULL AND importance <> 3",
+            )?
+            .query_map([], |r| Ok((r.get(0)?, factor(r.get(1)?))))?
+            .collect::<IndexResult<_>>()?;
+        for s in scored.iter_mut() {
+            if let Some(w) = weights.get(&s.1) {
+                s.0 *= w;
+            }
+        }
+        Ok(())
     }
 
     /// The page `offset..offset+limit` of every match's `(score, row id, key)` (lower is
@@ -468,8 +523,9 @@ impl Writer<'_> {
             .map(|f| format!("\u{1f}{}\u{1f}", f.tags.join("\u{1f}")));
         self.conn
             .prepare_cached(
-                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires,
+                    importance)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?
             .execute(params![
                 doc.rel,
@@ -480,6 +536,7 @@ impl Writer<'_> {
                 fm.and_then(|f| f.kind.as_deref()),
                 tags,
                 fm.and_then(Frontmatter::expires),
+                fm.and_then(|f| f.importance),
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn
@@ -712,6 +769,53 @@ mod tests {
             }
         }
         compared
+    }
+
+    /// Importance weighs scores the same way whether the matches are looked up one by one
+    /// (fewer matches than marked memories) or the marked memories are read at once.
+    #[test]
+    fn importance_weighs_scores_by_either_look_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let index = Index::open(&dir.path().join("index.sqlite3")).unwrap();
+        let add = |rel: &str, text: &str, importance: Option<u8>| {
+            let fm = Frontmatter {
+                importance,
+                ..Frontmatter::default()
+            };
+            index
+                .write(|w| {
+                    w.upsert(&IndexedDoc {
+                        rel,
+                        stamp: Stamp {
+                            size: text.len() as u64,
+                            mtime_ns: 0,
+                            ino: 0,
+                        },
+                        text,
+                        frontmatter: Some(&fm),
+                    })
+                })
+                .unwrap();
+        };
+        let same = "rollback steps for billing notes\n";
+        add("a.md", same, Some(5));
+        add("b.md", same, None);
+        add("c.md", same, Some(1));
+        for rel in ["e1.md", "e2.md", "e3.md"] {
+            add(rel, "other notes\n", Some(4));
+        }
+        // Five memories are marked: `rollback` matches three of them (looked up one by
+        // one), `notes` all six (the marked memories read at once).
+        for query in ["rollback", "notes"] {
+            let q = Query::parse(query);
+            let (_, rows) = index
+                .query(&q.clauses, Combine::All, &Filter::default(), 0, 10)
+                .unwrap();
+            let score = |rel: &str| rows.iter().find(|r| r.rel == rel).unwrap().score;
+            let (a, b, c) = (score("a.md"), score("b.md"), score("c.md"));
+            assert!((a / b - 1.1).abs() < 1e-9, "{query}: {rows:?}");
+            assert!((c / b - 0.9).abs() < 1e-9, "{query}: {rows:?}");
+        }
     }
 
     /// FTS5 shares per-query data between every call of one function in a statement, so
