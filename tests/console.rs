@@ -1735,3 +1735,152 @@ async fn search_hits_say_how_they_matched() {
     assert!(forms.contains("/memories/ops.md"), "{forms}");
     assert!(forms.contains("matched by word forms<"), "{forms}");
 }
+
+/// The order in which `names` (link texts) appear on `page`; panics on one missing.
+fn order_of<'a>(page: &str, names: &[&'a str]) -> Vec<&'a str> {
+    let mut found: Vec<(usize, &str)> = names
+        .iter()
+        .map(|n| {
+            let at = page
+                .find(&format!(">{n}</a>"))
+                .unwrap_or_else(|| panic!("{n} is on the page: {page}"));
+            (at, *n)
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, n)| n).collect()
+}
+
+#[tokio::test]
+async fn folder_pages_sort_filter_and_paginate_by_links() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    let memory = |file: &str, kind: &str, title: &str, body_len: usize, days: u64| {
+        let text = format!(
+            "---\nname: {title}\ntype: {kind}\n---\n{}\n",
+            "x".repeat(body_len)
+        );
+        std::fs::write(store.join(file), text).unwrap();
+        age_file(&store.join(file), days);
+    };
+    memory("a.md", "project", "Alpha", 10, 10);
+    memory("b.md", "user", "Beta", 3000, 1);
+    memory("c-notes.md", "project", "Gamma notes", 500, 5);
+    std::fs::create_dir_all(store.join("many")).unwrap();
+    for i in 0..150 {
+        std::fs::write(store.join(format!("many/f{i:03}.md")), "y".repeat(i + 1)).unwrap();
+    }
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let folder = |query: &str| format!("/folder?path={}{query}", enc("/memories/"));
+    let files = ["a.md", "b.md", "c-notes.md"];
+
+    // By name (the default), then by a column heading's link, then reversed.
+    let page = page_of(&served, &cookie, &folder(""), StatusCode::OK).await;
+    assert_eq!(order_of(&page, &files), ["a.md", "b.md", "c-notes.md"]);
+    let size_link = format!(
+        "href=\"{}\"",
+        folder("&sort=size&dir=desc").replace('&', "&amp;")
+    );
+    assert!(page.contains(&size_link), "a Size heading link: {page}");
+    assert!(
+        page.contains("<form class=\"filter\" method=\"get\" action=\"/folder\">"),
+        "a GET filter form: {page}"
+    );
+    for (query, expected) in [
+        ("&sort=size", ["b.md", "c-notes.md", "a.md"]),
+        ("&sort=size&dir=asc", ["a.md", "c-notes.md", "b.md"]),
+        ("&sort=age", ["b.md", "c-notes.md", "a.md"]),
+        ("&sort=age&dir=asc", ["a.md", "c-notes.md", "b.md"]),
+        ("&sort=name&dir=desc", ["c-notes.md", "b.md", "a.md"]),
+    ] {
+        let page = page_of(&served, &cookie, &folder(query), StatusCode::OK).await;
+        assert_eq!(order_of(&page, &files), expected, "{query}");
+    }
+    // The heading of the current sort reverses it.
+    let page = page_of(&served, &cookie, &folder("&sort=size"), StatusCode::OK).await;
+    let reverse = format!(
+        "href=\"{}\"",
+        folder("&sort=size&dir=asc").replace('&', "&amp;")
+    );
+    assert!(page.contains(&reverse), "{page}");
+
+    // Filters: by type (files only), by text in the file name or the title, together.
+    let page = page_of(&served, &cookie, &folder("&type=project"), StatusCode::OK).await;
+    assert_eq!(
+        order_of(&page, &["a.md", "c-notes.md"]),
+        ["a.md", "c-notes.md"]
+    );
+    assert!(
+        !page.contains(">b.md</a>") && !page.contains(">many/</a>"),
+        "{page}"
+    );
+    assert!(page.contains("2 of 4 entries"), "{page}");
+    let page = page_of(&served, &cookie, &folder("&name=GAMMA"), StatusCode::OK).await;
+    assert!(page.contains(">c-notes.md</a>"), "by title: {page}");
+    assert!(
+        !page.contains(">a.md</a>") && !page.contains(">b.md</a>"),
+        "{page}"
+    );
+    let page = page_of(&served, &cookie, &folder("&name=B.MD"), StatusCode::OK).await;
+    assert!(page.contains(">b.md</a>"), "by file name: {page}");
+    assert!(!page.contains(">c-notes.md</a>"), "{page}");
+    let page = page_of(
+        &served,
+        &cookie,
+        &folder("&type=project&name=notes&sort=size"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        page.contains(">c-notes.md</a>") && !page.contains(">a.md</a>"),
+        "{page}"
+    );
+    assert!(
+        page.contains("value=\"notes\""),
+        "the form keeps the text: {page}"
+    );
+
+    // Sorted pages paginate by number, the sort and filters kept in the links.
+    let many = |query: &str| format!("/folder?path={}{query}", enc("/memories/many/"));
+    let page = page_of(
+        &served,
+        &cookie,
+        &many("&sort=size&dir=asc"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        page.contains(">f000.md</a>") && page.contains(">f099.md</a>"),
+        "{page}"
+    );
+    assert!(!page.contains(">f100.md</a>"), "100 a page: {page}");
+    let next = format!(
+        "href=\"{}\"",
+        many("&sort=size&dir=asc&page=2").replace('&', "&amp;")
+    );
+    assert!(page.contains(&next), "{page}");
+    let page = page_of(
+        &served,
+        &cookie,
+        &many("&sort=size&dir=asc&page=2"),
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        page.contains(">f100.md</a>") && page.contains(">f149.md</a>"),
+        "{page}"
+    );
+    assert!(!page.contains(">f099.md</a>"), "{page}");
+    assert!(
+        page.contains("Previous page") && !page.contains("Next page"),
+        "{page}"
+    );
+
+    // Nonsense is a 400 that names the parameter.
+    for query in ["&sort=colour", "&dir=up", "&page=0", "&page=two"] {
+        let page = page_of(&served, &cookie, &folder(query), StatusCode::BAD_REQUEST).await;
+        let name = query[1..].split('=').next().unwrap();
+        assert!(page.contains(&format!("`{name}`")), "{query}: {page}");
+    }
+}

@@ -12,13 +12,16 @@
 //! both alone, hold no active element, and show the payload as text.
 
 mod common;
+#[path = "common/pg.rs"]
+mod pg;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Sandbox, StderrLog};
+use common::{BIN, Sandbox, Server, StderrLog};
 use fantoccini::{Client, ClientBuilder, Locator};
+use pg::{PgServer, unique_db};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -201,18 +204,13 @@ struct Console {
 }
 
 impl Console {
-    async fn start(store: &Path) -> Console {
-        Console::start_with(store, &[]).await
-    }
-
-    /// `memdir console --root STORE ARGS`.
-    async fn start_with(store: &Path, args: &[&str]) -> Console {
+    /// `memdir console STORE_ARGS` (store options such as `--root DIR` or `--store
+    /// NAME=URL`) on a free loopback port.
+    async fn start(store_args: &[String]) -> Console {
         let mut child = tokio::process::Command::new(BIN)
             .arg("console")
-            .arg("--root")
-            .arg(store)
+            .args(store_args)
             .args(["--listen", "127.0.0.1:0", "--no-index"])
-            .args(args)
             .env("RUST_LOG", "memdir=info")
             .env("USER", "browser-tester")
             .stdin(Stdio::null())
@@ -284,24 +282,129 @@ fn hostile_store(store: &Path) -> Vec<String> {
     paths
 }
 
-fn read(path: PathBuf) -> String {
-    std::fs::read_to_string(path).unwrap()
+/// The two kinds of store the person's flow runs on.
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Folder,
+    Postgres,
+}
+
+/// Stores of one kind for a test: folders in a sandbox, or databases of one real
+/// PostgreSQL server (tests/common/pg.rs), both stopped and deleted on drop.
+struct Stores {
+    sandbox: Sandbox,
+    pg: Option<PgServer>,
+}
+
+impl Stores {
+    fn new(kind: Kind) -> Stores {
+        Stores {
+            sandbox: Sandbox::new(),
+            pg: matches!(kind, Kind::Postgres).then(PgServer::start),
+        }
+    }
+
+    /// The `NAME=…` spec of a new, empty store: a folder, or a new database.
+    fn spec(&self, name: &str) -> String {
+        match &self.pg {
+            None => {
+                let dir = self.sandbox.outside().join(name);
+                std::fs::create_dir_all(&dir).unwrap();
+                format!("{name}={}", dir.display())
+            }
+            Some(pg) => {
+                let db = unique_db(name);
+                pg.create_db(&db);
+                format!("{name}={}", pg.url(&db))
+            }
+        }
+    }
+
+    /// On PostgreSQL, requires the database of `spec` to hold memdir's tables: the
+    /// store was served from the database, not from a folder its URL was mistaken for.
+    fn assert_held(&self, spec: &str) {
+        let Some(pg) = &self.pg else { return };
+        let db = spec.split("@/").nth(1).unwrap().split('?').next().unwrap();
+        let tables = pg.psql(
+            db,
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'memdir\\_%'",
+        );
+        assert_ne!(tables, "0", "no memdir tables in {db}");
+    }
+}
+
+/// `memdir --store SPEC ARGS` (a CLI subcommand), which must succeed; its stdout.
+fn cli(spec: &str, args: &[&str]) -> Vec<u8> {
+    let out = std::process::Command::new(BIN)
+        .args(["--store", spec])
+        .args(args)
+        .env("RUST_LOG", "memdir=warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "memdir {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// The content of memory `path` in store `spec`, as `memdir read` gives it.
+fn content(spec: &str, path: &str) -> String {
+    let read: Value = serde_json::from_slice(&cli(spec, &["read", "--json", path])).unwrap();
+    read["content"].as_str().unwrap().to_string()
+}
+
+/// Every version of store `spec`, newest first, as `memdir history --json` gives them.
+fn versions(spec: &str) -> Vec<Value> {
+    String::from_utf8(cli(spec, &["history", "--json", "--limit", "100000", "/"]))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Writes `text` at `path` in store `spec` as an agent does: `memory_write` over MCP.
+async fn agent_writes(spec: &str, path: &str, text: &str) {
+    let server = Server::start(&["--store", spec, "--no-index"], &[]).await;
+    server
+        .ok("memory_write", json!({"path": path, "content": text}))
+        .await;
+    server.stop().await;
 }
 
 #[tokio::test]
-async fn a_person_signs_in_browses_searches_and_edits() {
-    let sandbox = Sandbox::new();
-    let store = sandbox.store();
-    std::fs::create_dir_all(store.join("projects")).unwrap();
-    std::fs::write(
-        store.join("projects/alpha.md"),
+async fn a_person_signs_in_browses_searches_and_edits_on_a_folder_store() {
+    person_flow(Kind::Folder).await;
+}
+
+#[tokio::test]
+async fn a_person_signs_in_browses_searches_and_edits_on_a_postgresql_store() {
+    person_flow(Kind::Postgres).await;
+}
+
+/// Sign in, browse, open, search, edit, a conflicting edit, history diff, restore,
+/// redaction and import, on stores of `kind`; every change checked through memdir's
+/// own CLI, which reads either kind.
+async fn person_flow(kind: Kind) {
+    let stores = Stores::new(kind);
+    let spec = stores.spec("memories");
+    agent_writes(
+        &spec,
+        "/memories/projects/alpha.md",
         "---\nname: Alpha\ndescription: The alpha project\ntype: project\n---\n# Alpha\n\nDeadline is **Friday**.\n",
     )
-    .unwrap();
-    let dest = sandbox.outside().join("dest");
-    std::fs::create_dir_all(&dest).unwrap();
-    let dest_spec = format!("dest={}", dest.display());
-    let console = Console::start_with(&store, &["--store", &dest_spec]).await;
+    .await;
+    let dest = stores.spec("dest");
+    let alpha = "/memories/projects/alpha.md";
+    let console = Console::start(&[
+        "--store".into(),
+        spec.clone(),
+        "--store".into(),
+        dest.clone(),
+    ])
+    .await;
     let b = Browser::start().await;
 
     // Sign in by the link: the browser ends on a URL without the token.
@@ -346,7 +449,7 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     b.find(Locator::Css(".rendered")).await;
     b.wait_for_text("Deadline moved to Monday.").await;
     assert_eq!(
-        read(store.join("projects/alpha.md")),
+        content(&spec, alpha),
         "# Alpha\n\nDeadline moved to Monday.\n"
     );
 
@@ -354,7 +457,7 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     // sides and writes nothing.
     b.click(Locator::LinkText("Edit")).await;
     let area = b.find(Locator::Id("content")).await;
-    std::fs::write(store.join("projects/alpha.md"), "# Alpha\n\nTheirs.\n").unwrap();
+    agent_writes(&spec, alpha, "# Alpha\n\nTheirs.\n").await;
     area.clear().await.unwrap();
     area.send_keys("# Alpha\n\nMine.\n").await.unwrap();
     b.click(Locator::Css("form[action='/edit'] button[type=submit]"))
@@ -362,10 +465,7 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     let text = b.wait_for_text("changed meanwhile").await;
     assert!(text.contains("− Theirs."), "{text}");
     assert!(text.contains("+ Mine."), "{text}");
-    assert_eq!(
-        read(store.join("projects/alpha.md")),
-        "# Alpha\n\nTheirs.\n"
-    );
+    assert_eq!(content(&spec, alpha), "# Alpha\n\nTheirs.\n");
 
     // History: the timeline, the diff of the two newest versions (the radio buttons'
     // default), restore of the version by the person, redaction after its confirmation.
@@ -376,12 +476,11 @@ async fn a_person_signs_in_browses_searches_and_edits() {
         .await;
     let text = b.wait_for_text("+ Theirs.").await;
     assert!(text.contains("− Deadline moved to Monday."), "{text}");
-    let log = history_log(&store);
+    let log = versions(&spec);
     let version_of = |content: &str| {
         let sha = common::sha256_hex(content.as_bytes());
         log.iter()
-            .rev()
-            .find(|r| r["sha256"] == sha.as_str())
+            .find(|r| r["content_sha256"] == sha.as_str())
             .unwrap()["version"]
             .as_u64()
             .unwrap()
@@ -400,13 +499,10 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     b.find(Locator::Css(".rendered")).await;
     b.wait_for_text("Deadline moved to Monday.").await;
     assert_eq!(
-        read(store.join("projects/alpha.md")),
+        content(&spec, alpha),
         "# Alpha\n\nDeadline moved to Monday.\n"
     );
-    assert_eq!(
-        history_log(&store).last().unwrap()["actor"],
-        "browser-tester"
-    );
+    assert_eq!(versions(&spec)[0]["actor"], "browser-tester");
     b.client
         .goto(&format!(
             "{}/redact?store=memories&version={theirs}",
@@ -419,22 +515,15 @@ async fn a_person_signs_in_browses_searches_and_edits() {
     b.click(Locator::Css("form[action='/redact'] button[type=submit]"))
         .await;
     b.wait_for_text("History of /memories/").await;
-    let erased = history_log(&store)
+    let erased = versions(&spec)
         .into_iter()
         .find(|r| r["version"] == theirs)
         .unwrap();
     assert_eq!(erased["redacted"], true, "{erased}");
 
     // Import into the empty store: a real file upload of `memdir export`'s archive.
-    let archive = sandbox.outside().join("memories.jsonl");
-    let out = std::process::Command::new(BIN)
-        .arg("--root")
-        .arg(&store)
-        .arg("export")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    std::fs::write(&archive, &out.stdout).unwrap();
+    let archive = stores.sandbox.outside().join("memories.jsonl");
+    std::fs::write(&archive, cli(&spec, &["export"])).unwrap();
     b.client.goto(&format!("{}/", console.base)).await.unwrap();
     b.click(Locator::LinkText("Import")).await;
     b.find(Locator::Id("archive"))
@@ -446,10 +535,12 @@ async fn a_person_signs_in_browses_searches_and_edits() {
         .await;
     b.wait_for_text("projects/").await;
     assert_eq!(
-        read(dest.join("projects/alpha.md")),
+        content(&dest, "/dest/projects/alpha.md"),
         "# Alpha\n\nDeadline moved to Monday.\n"
     );
-    assert_eq!(history_log(&dest).len(), history_log(&store).len());
+    assert_eq!(versions(&dest).len(), versions(&spec).len());
+    stores.assert_held(&spec);
+    stores.assert_held(&dest);
 
     b.client.clone().close().await.unwrap();
 }
@@ -499,7 +590,7 @@ async fn xss_payloads_never_run_and_show_as_text() {
     let store = sandbox.store();
     let paths = hostile_store(&store);
     write_as_hostile_agent(&store).await;
-    let console = Console::start(&store).await;
+    let console = Console::start(&["--root".into(), store.display().to_string()]).await;
     let b = Browser::start().await;
     b.client.goto(&console.link).await.unwrap();
     b.assert_inert("stores").await;
