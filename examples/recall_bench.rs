@@ -954,7 +954,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("locomo.json");
         let data = json!([{
-            "sample_id": "conv-1",
+            "sample_id": "sample-1",
             "conversation": {
                 "speaker_a": "A", "speaker_b": "B",
                 "session_1_date_time": "1 May 2023",
@@ -978,7 +978,7 @@ mod tests {
             "a session without turns is no memory"
         );
         let turns = l.turn_units();
-        assert_eq!(turns[0].path, "/t-conv-1/D1-1.md");
+        assert_eq!(turns[0].path, "/t-sample-1/D1-1.md");
         assert_eq!(turns[0].text, "(1 May 2023) A: hi\n");
     }
 }
