@@ -1,8 +1,9 @@
 //! Architecture invariants that clippy cannot hold, checked on the source text: only
 //! `src/mcp` knows rmcp, rustix's file functions stay in their two doors, the index only
 //! creates its own folder and deletes its own damaged database, every file says what it
-//! is. The doors clippy holds (the file system, the environment, database connections,
-//! stdout) are in `clippy.toml`, denied in `src/lib.rs`.
+//! is, and no file cites a document the repository does not have. The doors clippy
+//! holds (the file system, the environment, database connections, stdout) are in
+//! `clippy.toml`, denied in `src/lib.rs`.
 
 use std::path::Path;
 
@@ -93,5 +94,55 @@ fn every_source_file_says_what_it_is() {
             text.starts_with("//!"),
             "src/{path} must start with a `//!` line"
         );
+    }
+}
+
+/// The project states its own contract (`docs/tools.md`, `docs/paths.md`,
+/// `docs/anthropic-memory-tool.md`): nothing in the repository cites a document that a
+/// clone does not have.
+#[test]
+fn the_repository_cites_no_document_outside_itself() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Spelt in pieces so this file does not cite them itself.
+    let outside = [
+        ["TOOLS", ".md"].concat(),
+        ["PATHS", ".md"].concat(),
+        ["ANTHROPIC_MEMORY_TOOL", ".md"].concat(),
+        ["../", "shared/"].concat(),
+    ];
+    let mut files: Vec<_> = ["README.md", "ARCHITECTURE.md", "Cargo.toml"]
+        .iter()
+        .map(|f| root.join(f))
+        .collect();
+    for dir in [
+        "src",
+        "tests",
+        "examples",
+        "docs",
+        "fuzz/fuzz_targets",
+        ".ci",
+    ] {
+        files.extend(
+            walkdir::WalkDir::new(root.join(dir))
+                .into_iter()
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_file())
+                .map(|e| e.into_path()),
+        );
+    }
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue; // not text (a screenshot)
+        };
+        for (n, line) in text.lines().enumerate() {
+            for name in &outside {
+                assert!(
+                    !line.contains(name.as_str()),
+                    "{}:{}: cites `{name}`, which is not in the repository",
+                    file.strip_prefix(root).unwrap().display(),
+                    n + 1
+                );
+            }
+        }
     }
 }
