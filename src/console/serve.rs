@@ -12,6 +12,7 @@ use tokio::net::TcpListener;
 use super::session::OneTime;
 use super::{Console, SignIn};
 use crate::mcp::transport::http::gate::Gate;
+use crate::mcp::transport::http::shutdown_signal;
 use crate::memory::Memdir;
 
 /// Reading a request's headers, and an idle keep-alive connection (as `/mcp`).
@@ -50,12 +51,13 @@ pub async fn serve(
     } else {
         local
     };
+    let stop = shutdown_signal();
     tracing::info!("console listening on http://{shown}/ (the sign-in link is on stdout)");
     ready(&format!("http://{shown}/?token={token}"));
     drop(token);
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut stop = std::pin::pin!(stopped());
+    let mut stop = std::pin::pin!(stop);
     loop {
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
@@ -104,20 +106,4 @@ pub async fn serve(
     tracing::info!("console stopping");
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;
     Ok(())
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn stopped() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
 }

@@ -139,6 +139,10 @@ pub async fn serve_http(
     let server = MemdirServer::new(memdir, tools, flow.clone(), Transport::Http).actor_from(actor);
     server.start_upkeep();
     let app = Arc::new(App::new(server, &options, local, tokens.clone(), console));
+    let stop = shutdown_signal();
+    if let Some(tokens) = &tokens {
+        reload_on_hangup(tokens.clone());
+    }
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
         "listening on http://{local}/mcp{}",
@@ -148,12 +152,9 @@ pub async fn serve_http(
             " (no --tokens: loopback clients only, unauthenticated)"
         }
     );
-    if let Some(tokens) = tokens {
-        reload_on_hangup(tokens);
-    }
 
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept(&listener, &app, Some(&graceful), shutdown_signal()).await;
+    accept(&listener, &app, Some(&graceful), stop).await;
     app.draining.store(true, Ordering::Release);
     tracing::info!("shutting down: finishing the calls in flight");
     flow.end_input();
@@ -217,25 +218,32 @@ async fn finish(conn: impl Future<Output = hyper::Result<()>>, peer: SocketAddr)
     }
 }
 
-/// Resolves on SIGTERM or SIGINT (Ctrl-C).
-async fn shutdown_signal() {
+/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is
+/// called, not when the future is first polled: call it before the server says it is
+/// listening, so that a signal sent as soon as a client sees it is caught (and drains)
+/// instead of taking the default action, which ends the process at once.
+pub(crate) fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+        let term = signal(SignalKind::terminate());
+        let interrupt = signal(SignalKind::interrupt());
+        async move {
+            match (term, interrupt) {
+                (Ok(mut term), Ok(mut interrupt)) => {
+                    tokio::select! {
+                        _ = term.recv() => {}
+                        _ = interrupt.recv() => {}
+                    }
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+                _ => {
+                    let _ = tokio::signal::ctrl_c().await;
+                }
             }
         }
     }
     #[cfg(not(unix))]
-    {
+    async {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
@@ -243,12 +251,14 @@ async fn shutdown_signal() {
 /// Re-reads the tokens file on each SIGHUP; a file that no longer reads keeps the tokens
 /// in force and says why.
 fn reload_on_hangup(tokens: TokenFile) {
+    // Installed now, before the server says it is listening (as `shutdown_signal`).
+    #[cfg(unix)]
+    let Ok(mut hangup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+    else {
+        return;
+    };
     #[cfg(unix)]
     tokio::spawn(async move {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut hangup) = signal(SignalKind::hangup()) else {
-            return;
-        };
         while hangup.recv().await.is_some() {
             match tokens.reload() {
                 Ok(n) => {
