@@ -2,17 +2,13 @@
 //! and `Origin` rules), the same-origin rule every POST must meet, and form bodies and
 //! query strings (URL-encoded, bounded like `/mcp`'s bodies).
 
-use std::time::Duration;
-
 use http::{HeaderMap, Request, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use super::respond::Page;
+use crate::mcp::transport::http::BODY_TIMEOUT;
 use crate::mcp::transport::http::gate::Gate;
-
-/// Reading a request's body once its headers arrived (as `/mcp`).
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The `Host` and `Origin` checks of `/mcp` (403). `Origin: null` is left to
 /// [`same_origin`]: a browser sends it for the console's own forms, because every page

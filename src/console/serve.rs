@@ -12,11 +12,9 @@ use tokio::net::TcpListener;
 use super::session::OneTime;
 use super::{Console, SignIn};
 use crate::mcp::transport::http::gate::Gate;
-use crate::mcp::transport::http::shutdown_signal;
+use crate::mcp::transport::http::{HEADER_TIMEOUT, shutdown_signal};
 use crate::memory::Memdir;
 
-/// Reading a request's headers, and an idle keep-alive connection (as `/mcp`).
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long shutdown waits for requests in flight.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 

@@ -56,9 +56,9 @@ use crate::memory::Memdir;
 
 /// Reading a request's headers, and waiting for the next request on an idle keep-alive
 /// connection: a client silent for longer is disconnected.
-const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(30);
 /// Reading a request's body once its headers arrived.
-const BODY_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
 /// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
