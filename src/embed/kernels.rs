@@ -117,12 +117,31 @@ pub fn matmul(
     rows: std::ops::Range<usize>,
     out: &mut [f32],
 ) {
+    match kernel {
+        #[cfg(target_arch = "x86_64")]
+        Kernel::Avx2 => {
+            // SAFETY: `Kernel::Avx2` is only chosen by `Kernel::detect`, after the CPU
+            // reported AVX2 and FMA.
+            unsafe { avx2::matmul(weights, bias, x, rows, out) }
+        }
+        _ => matmul_scalar(weights, bias, x, rows, out),
+    }
+}
+
+fn matmul_scalar(
+    weights: &[u8],
+    bias: &[f32],
+    x: &Quantized,
+    rows: std::ops::Range<usize>,
+    out: &mut [f32],
+) {
     let width = x.width;
     let blocks = width / QK;
     let row_bytes = blocks * Q4_BLOCK_BYTES;
     let tokens = x.rows();
     let n = rows.len();
-    // The weights of a group of rows unpacked to one byte each (0..=15), and scales.
+    // The weights of a group of rows unpacked to one byte each (0..=15), and scales:
+    // unpacked once, used for every token.
     let mut unpacked = vec![0u8; ROW_GROUP * width];
     let mut scales = vec![0f32; ROW_GROUP * blocks];
     let mut group_start = rows.start;
@@ -146,17 +165,9 @@ pub fn matmul(
             for g in 0..group {
                 let w = &unpacked[g * width..][..width];
                 let w_scales = &scales[g * blocks..][..blocks];
-                let dot = match kernel {
-                    #[cfg(target_arch = "x86_64")]
-                    Kernel::Avx2 => {
-                        // SAFETY: `Kernel::Avx2` is only chosen by `Kernel::detect`, after
-                        // the CPU reported AVX2 and FMA.
-                        unsafe { avx2::dot(w, w_scales, a, a_scales, a_sums) }
-                    }
-                    _ => dot_scalar(w, w_scales, a, a_scales, a_sums),
-                };
                 let r = group_start + g;
-                out[t * n + (r - rows.start)] = bias[r] + dot;
+                out[t * n + (r - rows.start)] =
+                    bias[r] + dot_scalar(w, w_scales, a, a_scales, a_sums);
             }
         }
         group_start += group;
@@ -178,45 +189,97 @@ fn dot_scalar(w: &[u8], w_scales: &[f32], a: &[i8], a_scales: &[f32], a_sums: &[
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::QK;
+    use super::{Q4_BLOCK_BYTES, QK, Quantized, ROW_GROUP, block_scale};
     use std::arch::x86_64::*;
 
-    /// The scalar kernel's sum, with 32 byte products per instruction.
+    /// [`super::matmul`] with 32 byte products per instruction: for each group of 8
+    /// weight rows, each token's activation block is loaded once and multiplied with
+    /// the 8 rows' blocks, unpacked from nibbles in registers.
     ///
     /// # Safety
-    /// The CPU must have AVX2 and FMA. The slices must hold whole blocks, alike.
+    /// The CPU must have AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot(
-        w: &[u8],
-        w_scales: &[f32],
-        a: &[i8],
-        a_scales: &[f32],
-        a_sums: &[i32],
-    ) -> f32 {
-        let blocks = w.len() / QK;
-        assert!(a.len() >= blocks * QK && w_scales.len() >= blocks && a_scales.len() >= blocks);
+    pub unsafe fn matmul(
+        weights: &[u8],
+        bias: &[f32],
+        x: &Quantized,
+        rows: std::ops::Range<usize>,
+        out: &mut [f32],
+    ) {
+        let width = x.width;
+        let blocks = width / QK;
+        let row_bytes = blocks * Q4_BLOCK_BYTES;
+        let tokens = x.rows();
+        let n = rows.len();
+        assert!(weights.len() >= rows.end * row_bytes && bias.len() >= rows.end);
+        assert!(x.values.len() >= tokens * width && x.scales.len() >= tokens * blocks);
+        assert!(out.len() >= tokens * n);
+        // A group's weights unpacked to bytes (0..=15) once, then used for every token.
+        let mut unpacked = vec![0u8; ROW_GROUP * width];
+        let mut scales = vec![0f32; ROW_GROUP * blocks];
+        let low = _mm_set1_epi8(0x0f);
         let ones = _mm256_set1_epi16(1);
-        let mut acc = _mm256_setzero_ps();
-        let mut correction = 0f32;
-        for b in 0..blocks {
-            // SAFETY: both reads are 32 bytes inside the slices (asserted above).
-            let (wv, av) = unsafe {
-                (
-                    _mm256_loadu_si256(w.as_ptr().add(b * QK).cast()),
-                    _mm256_loadu_si256(a.as_ptr().add(b * QK).cast()),
-                )
-            };
-            // Unsigned weights (0..=15) times signed activations, summed in pairs
-            // (at most 2 * 15 * 128: no saturation), then in fours as i32.
-            let products = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, av), ones);
-            let scale = w_scales[b] * a_scales[b];
-            acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(products), _mm256_set1_ps(scale), acc);
-            correction += scale * a_sums[b] as f32;
+        let mut group_start = rows.start;
+        while group_start < rows.end {
+            let group = (rows.end - group_start).min(ROW_GROUP);
+            for g in 0..group {
+                let row = &weights[(group_start + g) * row_bytes..][..row_bytes];
+                for b in 0..blocks {
+                    let block = &row[b * Q4_BLOCK_BYTES..][..Q4_BLOCK_BYTES];
+                    scales[g * blocks + b] = block_scale(block);
+                    // SAFETY: 16 bytes read from the block's 16 nibble bytes, 32
+                    // written inside `unpacked` (g < 8, b < blocks).
+                    unsafe {
+                        let bytes = _mm_loadu_si128(block.as_ptr().add(2).cast());
+                        let lo = _mm_and_si128(bytes, low);
+                        let hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), low);
+                        let dst = unpacked.as_mut_ptr().add(g * width + b * QK);
+                        _mm256_storeu_si256(dst.cast(), _mm256_set_m128i(hi, lo));
+                    }
+                }
+            }
+            for t in 0..tokens {
+                let a = &x.values[t * width..][..width];
+                let a_scales = &x.scales[t * blocks..][..blocks];
+                let a_sums = &x.sums[t * blocks..][..blocks];
+                let mut acc = [_mm256_setzero_ps(); ROW_GROUP];
+                let mut correction = [0f32; ROW_GROUP];
+                for b in 0..blocks {
+                    // SAFETY: 32 bytes inside `a` (b < blocks, a.len() == width).
+                    let av = unsafe { _mm256_loadu_si256(a.as_ptr().add(b * QK).cast()) };
+                    let (da, sa) = (a_scales[b], a_sums[b] as f32);
+                    for g in 0..group {
+                        // SAFETY: 32 bytes inside `unpacked` (g < 8, b < blocks).
+                        let wv = unsafe {
+                            _mm256_loadu_si256(unpacked.as_ptr().add(g * width + b * QK).cast())
+                        };
+                        // Unsigned weights (0..=15) times signed activations, summed in
+                        // pairs (at most 2 * 15 * 128: no saturation), then in fours.
+                        let products = _mm256_madd_epi16(_mm256_maddubs_epi16(wv, av), ones);
+                        let scale = scales[g * blocks + b] * da;
+                        acc[g] = _mm256_fmadd_ps(
+                            _mm256_cvtepi32_ps(products),
+                            _mm256_set1_ps(scale),
+                            acc[g],
+                        );
+                        correction[g] += scale * sa;
+                    }
+                }
+                for g in 0..group {
+                    let r = group_start + g;
+                    out[t * n + (r - rows.start)] =
+                        bias[r] + horizontal_sum(acc[g]) - 8.0 * correction[g];
+                }
+            }
+            group_start += group;
         }
-        let half = _mm_add_ps(_mm256_castps256_ps128(acc), _mm256_extractf128_ps(acc, 1));
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn horizontal_sum(v: __m256) -> f32 {
+        let half = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
         let quarter = _mm_add_ps(half, _mm_movehl_ps(half, half));
-        let one = _mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1));
-        _mm_cvtss_f32(one) - 8.0 * correction
+        _mm_cvtss_f32(_mm_add_ss(quarter, _mm_shuffle_ps(quarter, quarter, 1)))
     }
 }
 
