@@ -4,10 +4,11 @@
 //!
 //! Layout: `format` parses and checks the file, `tokenizer` splits text into the
 //! model's pieces, `kernels` multiplies 4-bit weights (AVX2 or portable), `model` runs
-//! the encoder. The file is mapped by
+//! the encoder, `install` fetches and checks the pinned weights. The file is mapped by
 //! `crate::store::model_file`, the door to the host's files.
 
 mod format;
+pub mod install;
 mod kernels;
 mod model;
 mod tokenizer;
