@@ -135,7 +135,7 @@ fn download(url: &str, progress: &mut dyn FnMut(&str)) -> Result<Vec<u8>> {
         ))
     };
     progress(&format!("downloading {url}"));
-    let response = ureq::get(url).call().map_err(|e| failed(&e))?;
+    let response = agent().get(url).call().map_err(|e| failed(&e))?;
     let expected = response
         .headers()
         .get("content-length")
@@ -168,6 +168,26 @@ fn download(url: &str, progress: &mut dyn FnMut(&str)) -> Result<Vec<u8>> {
         }
     }
     Ok(body)
+}
+
+/// An HTTPS client that trusts the system's root certificates (as the PostgreSQL stores
+/// do, and as a proxy that inspects TLS needs), or the bundled WebPKI roots when the
+/// system has none.
+fn agent() -> ureq::Agent {
+    use ureq::tls::{Certificate, RootCerts, TlsConfig};
+    let system = rustls_native_certs::load_native_certs();
+    let certs: Vec<Certificate<'static>> = system
+        .certs
+        .iter()
+        .map(|c| Certificate::from_der(c.as_ref()).to_owned())
+        .collect();
+    let roots = if certs.is_empty() {
+        RootCerts::WebPki
+    } else {
+        RootCerts::new_with_certs(&certs)
+    };
+    let tls = TlsConfig::builder().root_certs(roots).build();
+    ureq::Agent::new_with_config(ureq::Agent::config_builder().tls_config(tls).build())
 }
 
 /// What is at a model path.
