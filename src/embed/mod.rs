@@ -229,3 +229,20 @@ fn identity(file: &[u8], layout: &format::Layout) -> String {
 pub fn default_model_path() -> Option<PathBuf> {
     model_file::default_model_path()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<Model>();
+    }
+
+    #[test]
+    fn vectors_are_scaled_to_unit_length() {
+        assert_eq!(normalise(vec![3.0, 4.0]), [0.6, 0.8]);
+        assert_eq!(normalise(vec![0.0, 0.0]), [0.0, 0.0]);
+    }
+}
