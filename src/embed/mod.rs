@@ -173,6 +173,25 @@ impl Model {
         })
     }
 
+    /// Unit vectors of token-id sequences given as they are (specials included, each at
+    /// most [`Model::max_tokens`] long; no prefix added): for experiments that build
+    /// their own inputs, such as a token run alone.
+    pub fn embed_tokens(&self, sequences: &[Vec<u32>]) -> Vec<Vec<f32>> {
+        let max = self.max_tokens();
+        let vocab = self.weights.vocab_rows() as u32;
+        let fitted: Vec<Vec<u32>> = sequences
+            .iter()
+            .map(|s| {
+                s.iter()
+                    .copied()
+                    .filter(|&id| id < vocab)
+                    .take(max)
+                    .collect()
+            })
+            .collect();
+        self.embed_batches(&fitted, self.threads)
+    }
+
     /// Runs the sequences in batches of at most [`BATCH_TOKENS`] tokens, in order.
     fn embed_batches(&self, sequences: &[Vec<u32>], threads: usize) -> Vec<Vec<f32>> {
         let mut out = Vec::with_capacity(sequences.len());
