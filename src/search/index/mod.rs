@@ -288,9 +288,9 @@ impl Index {
     /// Documents matching the clauses: how many in all, and the page `offset..offset+limit`
     /// by descending score, ties by path.
     ///
-    /// One FTS5 pass scores every match (BM25, by [`fts_rank`]'s `memdir_rank`) and counts
-    /// them; the page is picked here, not by an SQL sort, and only its documents are
-    /// looked up. `docs` is joined only to filter.
+    /// One FTS5 pass scores every match (BM25, by [`fts_rank`]'s `memdir_rank`, which
+    /// collects them) and counts them; the page is picked here, not by an SQL sort, and
+    /// only its documents are looked up. `docs` is joined only to filter.
     pub fn query(
         &self,
         clauses: &[Clause],
@@ -348,30 +348,39 @@ impl Index {
         // The page is chosen by `key` (lower is first): the score, or for the most recent
         // first, the modification time negated.
         let key = if recent { "-docs.mtime_ns" } else { "0" };
+        // The function collects each match with its key (`fts_rank`'s `take_collected`);
+        // the statement returns only their count. `LIMIT -1` keeps SQLite from folding
+        // the subquery into the count, where `fts` could not be passed to the function.
+        let name = fts_rank::NAME;
         let sql = if filter.is_empty() && !recent {
             format!(
-                "SELECT rowid, {}(fts, {mode}) FROM fts WHERE fts MATCH ?1",
-                fts_rank::NAME
+                "SELECT count(s) FROM (SELECT {name}(fts, {mode}, 0) AS s FROM fts
+                 WHERE fts MATCH ?1 LIMIT -1)"
             )
         } else {
             format!(
-                "SELECT fts.rowid, {}(fts, {mode}), {key} FROM fts JOIN docs ON docs.id = fts.rowid
-                 WHERE fts MATCH ?1{filter}",
-                fts_rank::NAME
+                "SELECT count(s) FROM (SELECT {name}(fts, {mode}, {key}) AS s
+                 FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?1{filter} LIMIT -1)"
             )
         };
         let mut all_args: Vec<&dyn rusqlite::ToSql> = vec![&expr];
         all_args.extend(args.iter().map(|a| a as &dyn rusqlite::ToSql));
         // Scores are lower for better matches.
-        let mut scored: Vec<(f64, i64, i64)> = self
+        self.lengths.take_collected();
+        let count: i64 = self
             .conn
             .prepare_cached(&sql)?
-            // The key is read only when it orders the page: a common word's query
-            // returns a row per document.
-            .query_map(all_args.as_slice(), |r| {
-                Ok((r.get(1)?, r.get(0)?, if recent { r.get(2)? } else { 0 }))
-            })?
-            .collect::<IndexResult<_>>()?;
+            .query_row(all_args.as_slice(), |r| r.get(0))?;
+        let mut scored = self.lengths.take_collected();
+        if scored.len() as i64 != count {
+            return Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERNAL),
+                Some(format!(
+                    "{name} collected {} of {count} matches",
+                    scored.len()
+                )),
+            ));
+        }
         if idf_later && !scored.is_empty() {
             let idf = crate::search::bm25::idf(self.lengths.rows(), scored.len() as i64);
             for s in &mut scored {
