@@ -1884,3 +1884,74 @@ async fn folder_pages_sort_filter_and_paginate_by_links() {
         assert!(page.contains(&format!("`{name}`")), "{query}: {page}");
     }
 }
+
+#[tokio::test]
+async fn console_takes_the_body_limit_and_host_names_of_serve_http() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(
+        &store,
+        &["--max-body-bytes", "4096", "--allow-host", "memdir.test"],
+    )
+    .await;
+    let cookie = served.sign_in_by_link().await;
+    let port = served.host().rsplit(':').next().unwrap().to_string();
+
+    // Host names: the one allowed answers, another is still refused.
+    for (host, status) in [
+        (format!("memdir.test:{port}"), StatusCode::OK),
+        (format!("evil.example:{port}"), StatusCode::FORBIDDEN),
+    ] {
+        let r = served
+            .get("/")
+            .header("Cookie", &cookie)
+            .header("Host", &host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "Host: {host}");
+    }
+
+    // The body limit: an edit past 4 KiB (far below the default 1 MiB) is refused with
+    // nothing written; one below it is saved.
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    let edit = |content: String| {
+        served
+            .post(
+                "/edit",
+                &[
+                    ("csrf", &csrf),
+                    ("path", "/memories/note.md"),
+                    ("sha256", &sha),
+                    ("content", &content),
+                ],
+            )
+            .header("Cookie", &cookie)
+    };
+    let before = snapshot(&store);
+    match edit("x".repeat(5000)).send().await {
+        Ok(r) => assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE),
+        // Refused while it was still being sent: the server answered and closed.
+        Err(e) => assert!(e.is_request() || e.is_body(), "{e:?}"),
+    }
+    assert_eq!(
+        snapshot(&store),
+        before,
+        "an oversized edit changed the store"
+    );
+    let small = format!("# Note\n\n{}\n", "y".repeat(3000));
+    let r = edit(small.clone()).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        small
+    );
+}
