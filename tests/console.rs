@@ -1429,6 +1429,125 @@ async fn rename_needs_the_sha256_it_showed_and_is_a_version_by_the_person() {
     assert_eq!(last["from"], "note.md");
 }
 
+#[tokio::test]
+async fn a_folder_moves_with_its_memories_as_versions_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    std::fs::create_dir_all(store.join("projects/old")).unwrap();
+    std::fs::write(store.join("projects/alpha.md"), "alpha\n").unwrap();
+    std::fs::write(store.join("projects/old/beta.md"), "beta\n").unwrap();
+    std::fs::create_dir_all(store.join("taken")).unwrap();
+    std::fs::write(store.join("taken/x.md"), "x\n").unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+
+    // The folder page links to the folder's form; the store's page has no such link.
+    let folder = page_of(
+        &served,
+        &cookie,
+        "/folder?path=%2Fmemories%2Fprojects%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        folder.contains("href=\"/rename?path=%2Fmemories%2Fprojects%2F\""),
+        "{folder}"
+    );
+    let top = page_of(
+        &served,
+        &cookie,
+        "/folder?path=%2Fmemories%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(!top.contains("/rename?"), "{top}");
+    let page = page_of(
+        &served,
+        &cookie,
+        "/rename?path=%2Fmemories%2Fprojects%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(page.contains("Moves 2 memories"), "{page}");
+    let csrf = csrf_of(&page);
+    // A memory's path with a `/` is no folder; a store cannot be renamed.
+    for (path, status) in [
+        (
+            "/rename?path=%2Fmemories%2Fnote.md%2F",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/rename?path=%2Fmemories%2F", StatusCode::BAD_REQUEST),
+    ] {
+        let r = served
+            .get(path)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{path}");
+    }
+
+    // Without the CSRF token, or onto a folder that exists: refused, nothing moved.
+    let before = snapshot(&store);
+    for (fields, status) in [
+        (
+            vec![
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/archive/projects/"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![
+                ("csrf", csrf.as_str()),
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/taken/"),
+            ],
+            StatusCode::CONFLICT,
+        ),
+    ] {
+        let r = served
+            .post("/rename", &fields)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{fields:?}");
+        assert_eq!(snapshot(&store), before, "{fields:?}");
+    }
+
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/archive/projects/"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/folder?path=%2Fmemories%2Farchive%2Fprojects%2F"
+    );
+    assert!(!store.join("projects").exists());
+    assert_eq!(
+        std::fs::read_to_string(store.join("archive/projects/old/beta.md")).unwrap(),
+        "beta\n"
+    );
+    let log = history_log(&store);
+    let moved: Vec<_> = log.iter().filter(|r| r["op"] == "renamed").collect();
+    assert_eq!(moved.len(), 2, "{log:?}");
+    for r in moved {
+        assert_eq!(r["actor"], LOCAL_USER);
+        assert!(r["from"].as_str().unwrap().starts_with("projects/"), "{r}");
+    }
+}
+
 /// A multipart form body (as a browser sends an upload) and its Content-Type.
 fn multipart(fields: &[(&str, &str)], file: (&str, &[u8])) -> (String, Vec<u8>) {
     let boundary = "----memdirTestBoundary7MA4YWxkTrZu0gW";

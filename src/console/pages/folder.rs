@@ -212,6 +212,9 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             a href=(format!("/history?path={}", enc(path))) { "History" }
             @if writable {
                 a href=(format!("/new?folder={}", enc(path))) { "New memory" }
+                @if path.trim_matches('/').contains('/') {
+                    a href=(format!("/rename?path={}", enc(path))) { "Rename or move" }
+                }
             } @else {
                 span.badge { "read-only" }
             }
