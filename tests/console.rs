@@ -785,7 +785,14 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
                 ("new_path", "/ro/moved.md"),
             ],
         ),
-        ("/restore", vec![("path", "/ro/fixed.md"), ("version", "1")]),
+        (
+            "/restore",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("version", "1"),
+                ("sha256", fixed_sha.as_str()),
+            ],
+        ),
         ("/redact", vec![("store", "ro"), ("version", "1")]),
     ] {
         let mut all = vec![("csrf", csrf.as_str())];
@@ -1177,19 +1184,40 @@ async fn history_diff_restore_and_redact_are_versions_by_the_person() {
         version_page.contains("action=\"/restore\""),
         "{version_page}"
     );
-    let r = served
-        .post(
-            "/restore",
-            &[
-                ("csrf", &csrf),
-                ("path", "/memories/note.md"),
-                ("version", &v1s),
-            ],
-        )
-        .header("Cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let second_sha = common::sha256_hex(second.as_bytes());
+    assert!(
+        version_page.contains(&format!("name=\"sha256\" value=\"{second_sha}\"")),
+        "the restore form carries the sha256 of the memory now: {version_page}"
+    );
+    // A sha256 other than the memory's: the conflict, nothing written.
+    let restore = |sha: String| {
+        served
+            .post(
+                "/restore",
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("path", "/memories/note.md"),
+                    ("version", v1s.as_str()),
+                    ("sha256", sha.as_str()),
+                ],
+            )
+            .header("Cookie", &cookie)
+    };
+    let before = snapshot(&store);
+    for stale in [common::sha256_hex(first.as_bytes()), "absent".into()] {
+        let r = restore(stale.clone()).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::CONFLICT, "{stale}");
+        let page = r.text().await.unwrap();
+        assert!(page.contains("changed meanwhile"), "{page}");
+        assert!(page.contains("− second version"), "{page}");
+        assert!(page.contains("+ first version"), "{page}");
+        assert!(
+            page.contains(&second_sha),
+            "restore anyway carries theirs: {page}"
+        );
+        assert_eq!(snapshot(&store), before, "{stale}");
+    }
+    let r = restore(second_sha.clone()).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         std::fs::read_to_string(store.join("note.md")).unwrap(),

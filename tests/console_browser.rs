@@ -5,8 +5,8 @@
 //! target is not built rather than skipped in silence.
 //!
 //! What a person does (sign in by the link, browse, open, search, edit, a conflicting
-//! edit that changes nothing, history diff, restore, redaction, import by a real file
-//! upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
+//! edit that changes nothing, history diff, restore (a conflicting one changes nothing),
+//! redaction, import by a real file upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
 //! search queries, a history actor and the history pages (timelines, versions, diffs, redaction): each
 //! tries to set `window.__pwned` or the title, and every page showing them must leave
 //! both alone, hold no active element, and show the payload as text.
@@ -487,6 +487,9 @@ async fn person_flow(kind: Kind) {
     };
     let monday = version_of("# Alpha\n\nDeadline moved to Monday.\n");
     let theirs = version_of("# Alpha\n\nTheirs.\n");
+    // Restore carries the sha256 of the memory the version page showed: an agent
+    // writes meanwhile, so the first click shows the conflict and writes nothing; the
+    // conflict page's own button then restores over what it showed.
     b.client
         .goto(&format!(
             "{}/version?store=memories&version={monday}",
@@ -494,6 +497,21 @@ async fn person_flow(kind: Kind) {
         ))
         .await
         .unwrap();
+    b.find(Locator::Css("form[action='/restore'] button[type=submit]"))
+        .await;
+    agent_writes(&spec, alpha, "# Alpha\n\nTheirs again.\n").await;
+    let before = versions(&spec).len();
+    b.click(Locator::Css("form[action='/restore'] button[type=submit]"))
+        .await;
+    let text = b.wait_for_text("changed meanwhile").await;
+    assert!(text.contains("− Theirs again."), "{text}");
+    assert!(text.contains("+ Deadline moved to Monday."), "{text}");
+    assert_eq!(content(&spec, alpha), "# Alpha\n\nTheirs again.\n");
+    assert_eq!(
+        versions(&spec).len(),
+        before,
+        "a refused restore made a version"
+    );
     b.click(Locator::Css("form[action='/restore'] button[type=submit]"))
         .await;
     b.find(Locator::Css(".rendered")).await;
