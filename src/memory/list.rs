@@ -1,6 +1,8 @@
 //! `memory_list`: what is stored under a path, sorted by path, paginated by a cursor (the
 //! last path returned) and by the result budget. Hashes and frontmatter are read only for
-//! the page being returned.
+//! the page being returned. `ListRequest::rows` gives the same listing whole from one
+//! walk, nothing read, and `entries` completes the rows a caller keeps (the console's
+//! sorted pages, the expired memories, the generated MEMORY.md).
 
 use std::collections::HashMap;
 
@@ -240,25 +242,30 @@ impl ListRequest<'_> {
     }
 }
 
+/// Rows whose files [`entries`] reads in one batch: a bound on the texts held at once.
+const BATCH: usize = 256;
+
 /// The rows as `memory_list` shows them (hash and frontmatter for files), their files
-/// read in one batch per store.
+/// read in batches (one per store and [`BATCH`] rows).
 pub fn entries(md: &Memdir, rows: &[ListRow]) -> Vec<ListEntry> {
-    let files: Vec<MemPath> = rows
-        .iter()
-        .filter(|r| !r.is_dir)
-        .map(|r| r.path.clone())
-        .collect();
-    let mut read = md.current_many(&files).into_iter();
-    rows.iter()
-        .map(|row| {
+    let mut out = Vec::with_capacity(rows.len());
+    for rows in rows.chunks(BATCH) {
+        let files: Vec<MemPath> = rows
+            .iter()
+            .filter(|r| !r.is_dir)
+            .map(|r| r.path.clone())
+            .collect();
+        let mut read = md.current_many(&files).into_iter();
+        out.extend(rows.iter().map(|row| {
             let current = if row.is_dir {
                 None
             } else {
                 read.next().and_then(|r| r.ok().flatten())
             };
             complete(md, row, current)
-        })
-        .collect()
+        }));
+    }
+    out
 }
 
 /// Every row a listing shows under `roots`, filtered by age and in its order.
