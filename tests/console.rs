@@ -785,7 +785,14 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
                 ("new_path", "/ro/moved.md"),
             ],
         ),
-        ("/restore", vec![("path", "/ro/fixed.md"), ("version", "1")]),
+        (
+            "/restore",
+            vec![
+                ("path", "/ro/fixed.md"),
+                ("version", "1"),
+                ("sha256", fixed_sha.as_str()),
+            ],
+        ),
         ("/redact", vec![("store", "ro"), ("version", "1")]),
     ] {
         let mut all = vec![("csrf", csrf.as_str())];
@@ -1177,19 +1184,40 @@ async fn history_diff_restore_and_redact_are_versions_by_the_person() {
         version_page.contains("action=\"/restore\""),
         "{version_page}"
     );
-    let r = served
-        .post(
-            "/restore",
-            &[
-                ("csrf", &csrf),
-                ("path", "/memories/note.md"),
-                ("version", &v1s),
-            ],
-        )
-        .header("Cookie", &cookie)
-        .send()
-        .await
-        .unwrap();
+    let second_sha = common::sha256_hex(second.as_bytes());
+    assert!(
+        version_page.contains(&format!("name=\"sha256\" value=\"{second_sha}\"")),
+        "the restore form carries the sha256 of the memory now: {version_page}"
+    );
+    // A sha256 other than the memory's: the conflict, nothing written.
+    let restore = |sha: String| {
+        served
+            .post(
+                "/restore",
+                &[
+                    ("csrf", csrf.as_str()),
+                    ("path", "/memories/note.md"),
+                    ("version", v1s.as_str()),
+                    ("sha256", sha.as_str()),
+                ],
+            )
+            .header("Cookie", &cookie)
+    };
+    let before = snapshot(&store);
+    for stale in [common::sha256_hex(first.as_bytes()), "absent".into()] {
+        let r = restore(stale.clone()).send().await.unwrap();
+        assert_eq!(r.status(), StatusCode::CONFLICT, "{stale}");
+        let page = r.text().await.unwrap();
+        assert!(page.contains("changed meanwhile"), "{page}");
+        assert!(page.contains("− second version"), "{page}");
+        assert!(page.contains("+ first version"), "{page}");
+        assert!(
+            page.contains(&second_sha),
+            "restore anyway carries theirs: {page}"
+        );
+        assert_eq!(snapshot(&store), before, "{stale}");
+    }
+    let r = restore(second_sha.clone()).send().await.unwrap();
     assert_eq!(r.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         std::fs::read_to_string(store.join("note.md")).unwrap(),
@@ -1427,6 +1455,125 @@ async fn rename_needs_the_sha256_it_showed_and_is_a_version_by_the_person() {
     assert_eq!(last["op"], "renamed");
     assert_eq!(last["actor"], LOCAL_USER);
     assert_eq!(last["from"], "note.md");
+}
+
+#[tokio::test]
+async fn a_folder_moves_with_its_memories_as_versions_by_the_person() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    std::fs::create_dir_all(store.join("projects/old")).unwrap();
+    std::fs::write(store.join("projects/alpha.md"), "alpha\n").unwrap();
+    std::fs::write(store.join("projects/old/beta.md"), "beta\n").unwrap();
+    std::fs::create_dir_all(store.join("taken")).unwrap();
+    std::fs::write(store.join("taken/x.md"), "x\n").unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+
+    // The folder page links to the folder's form; the store's page has no such link.
+    let folder = page_of(
+        &served,
+        &cookie,
+        "/folder?path=%2Fmemories%2Fprojects%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(
+        folder.contains("href=\"/rename?path=%2Fmemories%2Fprojects%2F\""),
+        "{folder}"
+    );
+    let top = page_of(
+        &served,
+        &cookie,
+        "/folder?path=%2Fmemories%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(!top.contains("/rename?"), "{top}");
+    let page = page_of(
+        &served,
+        &cookie,
+        "/rename?path=%2Fmemories%2Fprojects%2F",
+        StatusCode::OK,
+    )
+    .await;
+    assert!(page.contains("Moves 2 memories"), "{page}");
+    let csrf = csrf_of(&page);
+    // A memory's path with a `/` is no folder; a store cannot be renamed.
+    for (path, status) in [
+        (
+            "/rename?path=%2Fmemories%2Fnote.md%2F",
+            StatusCode::BAD_REQUEST,
+        ),
+        ("/rename?path=%2Fmemories%2F", StatusCode::BAD_REQUEST),
+    ] {
+        let r = served
+            .get(path)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{path}");
+    }
+
+    // Without the CSRF token, or onto a folder that exists: refused, nothing moved.
+    let before = snapshot(&store);
+    for (fields, status) in [
+        (
+            vec![
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/archive/projects/"),
+            ],
+            StatusCode::FORBIDDEN,
+        ),
+        (
+            vec![
+                ("csrf", csrf.as_str()),
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/taken/"),
+            ],
+            StatusCode::CONFLICT,
+        ),
+    ] {
+        let r = served
+            .post("/rename", &fields)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "{fields:?}");
+        assert_eq!(snapshot(&store), before, "{fields:?}");
+    }
+
+    let r = served
+        .post(
+            "/rename",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/projects/"),
+                ("new_path", "/memories/archive/projects/"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        r.headers()["location"],
+        "/folder?path=%2Fmemories%2Farchive%2Fprojects%2F"
+    );
+    assert!(!store.join("projects").exists());
+    assert_eq!(
+        std::fs::read_to_string(store.join("archive/projects/old/beta.md")).unwrap(),
+        "beta\n"
+    );
+    let log = history_log(&store);
+    let moved: Vec<_> = log.iter().filter(|r| r["op"] == "renamed").collect();
+    assert_eq!(moved.len(), 2, "{log:?}");
+    for r in moved {
+        assert_eq!(r["actor"], LOCAL_USER);
+        assert!(r["from"].as_str().unwrap().starts_with("projects/"), "{r}");
+    }
 }
 
 /// A multipart form body (as a browser sends an upload) and its Content-Type.
@@ -1883,4 +2030,75 @@ async fn folder_pages_sort_filter_and_paginate_by_links() {
         let name = query[1..].split('=').next().unwrap();
         assert!(page.contains(&format!("`{name}`")), "{query}: {page}");
     }
+}
+
+#[tokio::test]
+async fn console_takes_the_body_limit_and_host_names_of_serve_http() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let served = Served::console(
+        &store,
+        &["--max-body-bytes", "4096", "--allow-host", "memdir.test"],
+    )
+    .await;
+    let cookie = served.sign_in_by_link().await;
+    let port = served.host().rsplit(':').next().unwrap().to_string();
+
+    // Host names: the one allowed answers, another is still refused.
+    for (host, status) in [
+        (format!("memdir.test:{port}"), StatusCode::OK),
+        (format!("evil.example:{port}"), StatusCode::FORBIDDEN),
+    ] {
+        let r = served
+            .get("/")
+            .header("Cookie", &cookie)
+            .header("Host", &host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), status, "Host: {host}");
+    }
+
+    // The body limit: an edit past 4 KiB (far below the default 1 MiB) is refused with
+    // nothing written; one below it is saved.
+    let page = page_of(
+        &served,
+        &cookie,
+        "/edit?path=%2Fmemories%2Fnote.md",
+        StatusCode::OK,
+    )
+    .await;
+    let csrf = csrf_of(&page);
+    let sha = common::sha256_hex(b"# Note\n\nfirst version\n");
+    let edit = |content: String| {
+        served
+            .post(
+                "/edit",
+                &[
+                    ("csrf", &csrf),
+                    ("path", "/memories/note.md"),
+                    ("sha256", &sha),
+                    ("content", &content),
+                ],
+            )
+            .header("Cookie", &cookie)
+    };
+    let before = snapshot(&store);
+    match edit("x".repeat(5000)).send().await {
+        Ok(r) => assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE),
+        // Refused while it was still being sent: the server answered and closed.
+        Err(e) => assert!(e.is_request() || e.is_body(), "{e:?}"),
+    }
+    assert_eq!(
+        snapshot(&store),
+        before,
+        "an oversized edit changed the store"
+    );
+    let small = format!("# Note\n\n{}\n", "y".repeat(3000));
+    let r = edit(small.clone()).send().await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        std::fs::read_to_string(store.join("note.md")).unwrap(),
+        small
+    );
 }

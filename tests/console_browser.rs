@@ -5,11 +5,12 @@
 //! target is not built rather than skipped in silence.
 //!
 //! What a person does (sign in by the link, browse, open, search, edit, a conflicting
-//! edit that changes nothing, history diff, restore, redaction, import by a real file
-//! upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
+//! edit that changes nothing, history diff, restore (a conflicting one changes nothing),
+//! redaction, import by a real file upload), and a corpus of XSS payloads in contents, frontmatter, file and folder names,
 //! search queries, a history actor and the history pages (timelines, versions, diffs, redaction): each
 //! tries to set `window.__pwned` or the title, and every page showing them must leave
-//! both alone, hold no active element, and show the payload as text.
+//! both alone, hold no active element, and show the payload as text. Both run on a
+//! folder store and on a PostgreSQL store (a real server, tests/common/pg.rs).
 
 mod common;
 #[path = "common/pg.rs"]
@@ -254,32 +255,24 @@ fn enc(s: &str) -> String {
     form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-/// A store holding the XSS corpus: payloads in contents, frontmatter, file names and a
-/// folder name. Gives the memory paths written.
-fn hostile_store(store: &Path) -> Vec<String> {
-    let mut paths = Vec::new();
+/// The XSS corpus: payloads in contents, frontmatter, file names and folder names, as
+/// the memories' paths in store `memories` and their contents.
+fn hostile_corpus() -> Vec<(String, String)> {
+    let mut memories = Vec::new();
     for (i, p) in PAYLOADS.iter().enumerate() {
         let yaml = p.replace('\\', "\\\\").replace('"', "\\\"");
         let content = format!(
             "---\nname: \"{yaml}\"\ndescription: \"{yaml}\"\ntype: \"{yaml}\"\n---\n# Payload {i}\n\n{p}\n\ninline {p} text\n"
         );
-        let file = format!("payload-{i}.md");
-        std::fs::write(store.join(&file), &content).unwrap();
-        paths.push(format!("/memories/{file}"));
+        memories.push((format!("/memories/payload-{i}.md"), content));
     }
     for (i, p) in NAME_PAYLOADS.iter().enumerate() {
-        let file = format!("{p}.md");
-        std::fs::write(store.join(&file), format!("named {i}\n")).unwrap();
-        paths.push(format!("/memories/{file}"));
-        let dir = store.join(p);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("inside.md"), format!("inside {i}\n")).unwrap();
-        paths.push(format!("/memories/{p}/inside.md"));
+        memories.push((format!("/memories/{p}.md"), format!("named {i}\n")));
+        memories.push((format!("/memories/{p}/inside.md"), format!("inside {i}\n")));
     }
     let links = LINK_PAYLOADS.join("\n\n");
-    std::fs::write(store.join("links.md"), format!("# Links\n\n{links}\n")).unwrap();
-    paths.push("/memories/links.md".into());
-    paths
+    memories.push(("/memories/links.md".into(), format!("# Links\n\n{links}\n")));
+    memories
 }
 
 /// The two kinds of store the person's flow runs on.
@@ -317,6 +310,28 @@ impl Stores {
                 pg.create_db(&db);
                 format!("{name}={}", pg.url(&db))
             }
+        }
+    }
+
+    /// Puts `memories` (path in store `memories`, content) into the store of `spec`: on a
+    /// folder, files written directly (as an editor would; memdir records them as outside
+    /// changes); in a database, by an agent over MCP.
+    async fn seed(&self, spec: &str, memories: &[(String, String)]) {
+        if self.pg.is_some() {
+            let server = Server::start(&["--store", spec, "--no-index"], &[]).await;
+            for (path, text) in memories {
+                server
+                    .ok("memory_write", json!({"path": path, "content": text}))
+                    .await;
+            }
+            server.stop().await;
+            return;
+        }
+        let dir = Path::new(spec.split_once('=').unwrap().1);
+        for (path, text) in memories {
+            let file = dir.join(path.strip_prefix("/memories/").unwrap());
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, text).unwrap();
         }
     }
 
@@ -487,6 +502,9 @@ async fn person_flow(kind: Kind) {
     };
     let monday = version_of("# Alpha\n\nDeadline moved to Monday.\n");
     let theirs = version_of("# Alpha\n\nTheirs.\n");
+    // Restore carries the sha256 of the memory the version page showed: an agent
+    // writes meanwhile, so the first click shows the conflict and writes nothing; the
+    // conflict page's own button then restores over what it showed.
     b.client
         .goto(&format!(
             "{}/version?store=memories&version={monday}",
@@ -494,6 +512,21 @@ async fn person_flow(kind: Kind) {
         ))
         .await
         .unwrap();
+    b.find(Locator::Css("form[action='/restore'] button[type=submit]"))
+        .await;
+    agent_writes(&spec, alpha, "# Alpha\n\nTheirs again.\n").await;
+    let before = versions(&spec).len();
+    b.click(Locator::Css("form[action='/restore'] button[type=submit]"))
+        .await;
+    let text = b.wait_for_text("changed meanwhile").await;
+    assert!(text.contains("− Theirs again."), "{text}");
+    assert!(text.contains("+ Deadline moved to Monday."), "{text}");
+    assert_eq!(content(&spec, alpha), "# Alpha\n\nTheirs again.\n");
+    assert_eq!(
+        versions(&spec).len(),
+        before,
+        "a refused restore made a version"
+    );
     b.click(Locator::Css("form[action='/restore'] button[type=submit]"))
         .await;
     b.find(Locator::Css(".rendered")).await;
@@ -541,18 +574,16 @@ async fn person_flow(kind: Kind) {
     assert_eq!(versions(&dest).len(), versions(&spec).len());
     stores.assert_held(&spec);
     stores.assert_held(&dest);
-
     b.client.clone().close().await.unwrap();
 }
 
 /// An agent whose MCP client name is a payload (the actor of its versions) writes one
-/// memory.
-async fn write_as_hostile_agent(store: &Path) {
+/// memory into the store of `spec`.
+async fn write_as_hostile_agent(spec: &str) {
     use rmcp::ServiceExt;
     use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
     let mut cmd = tokio::process::Command::new(BIN);
-    cmd.arg("--root")
-        .arg(store)
+    cmd.args(["--store", spec])
         .args(["serve", "--no-index"])
         .env("RUST_LOG", "memdir=warn");
     let (transport, _log) = common::spawn_mcp(cmd);
@@ -575,22 +606,25 @@ async fn write_as_hostile_agent(store: &Path) {
     client.cancel().await.unwrap();
 }
 
-/// The records of a store's history log, oldest first.
-fn history_log(store: &Path) -> Vec<Value> {
-    std::fs::read_to_string(store.join(".memdir/history/log.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+#[tokio::test]
+async fn xss_payloads_never_run_and_show_as_text_on_a_folder_store() {
+    xss_corpus(Kind::Folder).await;
 }
 
 #[tokio::test]
-async fn xss_payloads_never_run_and_show_as_text() {
-    let sandbox = Sandbox::new();
-    let store = sandbox.store();
-    let paths = hostile_store(&store);
-    write_as_hostile_agent(&store).await;
-    let console = Console::start(&["--root".into(), store.display().to_string()]).await;
+async fn xss_payloads_never_run_and_show_as_text_on_a_postgresql_store() {
+    xss_corpus(Kind::Postgres).await;
+}
+
+/// The XSS corpus in a store of `kind`, every page that shows it checked in the browser.
+async fn xss_corpus(kind: Kind) {
+    let stores = Stores::new(kind);
+    let spec = stores.spec("memories");
+    let corpus = hostile_corpus();
+    stores.seed(&spec, &corpus).await;
+    let paths: Vec<String> = corpus.into_iter().map(|(path, _)| path).collect();
+    write_as_hostile_agent(&spec).await;
+    let console = Console::start(&["--store".into(), spec.clone()]).await;
     let b = Browser::start().await;
     b.client.goto(&console.link).await.unwrap();
     b.assert_inert("stores").await;
@@ -659,10 +693,11 @@ async fn xss_payloads_never_run_and_show_as_text() {
         assert!(fields.contains(p), "frontmatter {i} as text: {fields}");
     }
     // The history pages: the folder's timeline, and each version's page, its diff with
-    // the one before and its redaction page (the memory pages above recorded one version
-    // of each hostile memory).
-    let versions: Vec<u64> = history_log(&store)
+    // the one before and its redaction page (on a folder, the memory pages above
+    // recorded one version of each hostile memory; in a database, the agent's writes).
+    let versions: Vec<u64> = versions(&spec)
         .iter()
+        .rev()
         .map(|r| r["version"].as_u64().unwrap())
         .collect();
     assert!(versions.len() > paths.len(), "{versions:?}");
@@ -736,5 +771,6 @@ async fn xss_payloads_never_run_and_show_as_text() {
             "the query field holds the query"
         );
     }
+    stores.assert_held(&spec);
     b.client.clone().close().await.unwrap();
 }

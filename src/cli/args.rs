@@ -173,7 +173,8 @@ pub struct ServeArgs {
     pub max_body_bytes: Option<usize>,
 }
 
-/// The options of `memdir console`: the server's stores and limits, and where to listen.
+/// The options of `memdir console`: the server's stores and limits, where to listen, and
+/// the Host names and body limit of `serve --http`.
 #[derive(Clone, Debug, Args)]
 pub struct ConsoleArgs {
     #[command(flatten)]
@@ -191,6 +192,15 @@ pub struct ConsoleArgs {
     /// the printed link is the only sign-in.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
     pub listen: std::net::SocketAddr,
+    /// Also answer requests whose `Host` is HOST (or HOST:PORT): the name the browser
+    /// uses (an SSH tunnel's, a container's). Loopback names and the bound address are
+    /// always accepted; `*` accepts any (not recommended). Repeatable.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allow_hosts: Vec<String>,
+    /// Largest HTTP request body in bytes, an import's upload included (default: 1 MiB,
+    /// or 8 times --max-file-bytes when that is larger).
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<usize>,
 }
 
 impl ConsoleArgs {
@@ -206,9 +216,9 @@ impl ConsoleArgs {
             history: self.history.clone(),
             http: None,
             tokens: None,
-            allow_hosts: Vec::new(),
+            allow_hosts: self.allow_hosts.clone(),
             allow_origins: Vec::new(),
-            max_body_bytes: None,
+            max_body_bytes: self.max_body_bytes,
         }
     }
 }
@@ -577,6 +587,11 @@ impl IndexArgs {
 }
 
 impl ServeArgs {
+    /// The largest request body: `--max-body-bytes`, else [`default_body`](Self::default_body).
+    pub(crate) fn max_body(&self) -> usize {
+        self.max_body_bytes.unwrap_or(self.default_body())
+    }
+
     /// The HTTP options, when `--http` was given.
     pub fn http_options(&self) -> Option<crate::mcp::HttpOptions> {
         let addr = self.http?;
@@ -585,7 +600,7 @@ impl ServeArgs {
             tokens: self.tokens.clone(),
             allow_hosts: self.allow_hosts.clone(),
             allow_origins: self.allow_origins.clone(),
-            max_body_bytes: self.max_body_bytes.unwrap_or(self.default_body()),
+            max_body_bytes: self.max_body(),
         })
     }
 

@@ -17,7 +17,8 @@ pub(crate) fn run(args: &ConsoleArgs) -> anyhow::Result<()> {
     let options = ConsoleOptions {
         addr: args.listen,
         actor: local_user(),
-        max_body: serve_args.default_body(),
+        allow_hosts: serve_args.allow_hosts.clone(),
+        max_body: serve_args.max_body(),
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

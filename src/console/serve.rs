@@ -1,18 +1,15 @@
 //! `memdir console`: the console alone on its own listener (loopback and a free port by
-//! default), signed into by the one-time link it announces, until SIGINT or SIGTERM.
+//! default), signed into by the one-time link it announces, until SIGINT or SIGTERM. The
+//! listener loop is the HTTP transport's (`mcp::transport::http::listen`).
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
-
 use super::session::OneTime;
 use super::{Console, SignIn};
 use crate::mcp::transport::http::gate::Gate;
-use crate::mcp::transport::http::{HEADER_TIMEOUT, shutdown_signal};
+use crate::mcp::transport::http::listen::{accept, shutdown_signal};
 use crate::memory::Memdir;
 
 /// How long shutdown waits for requests in flight.
@@ -24,6 +21,8 @@ pub struct ConsoleOptions {
     pub addr: SocketAddr,
     /// The actor of every version made through the console (the local user).
     pub actor: String,
+    /// More `Host` names (or `host:port`) answered, as `serve --http --allow-host`.
+    pub allow_hosts: Vec<String>,
     /// Largest request body in bytes.
     pub max_body: usize,
 }
@@ -35,12 +34,12 @@ pub async fn serve(
     options: ConsoleOptions,
     ready: impl FnOnce(&str),
 ) -> std::io::Result<()> {
-    let listener = TcpListener::bind(options.addr).await?;
+    let listener = tokio::net::TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     let (once, token) = OneTime::new(&options.actor);
     let console = Arc::new(Console::new(
         Arc::new(memdir),
-        Gate::new(local.ip(), &[], &[]),
+        Gate::new(local.ip(), &options.allow_hosts, &[]),
         SignIn::OneTime(once),
         options.max_body,
     ));
@@ -54,52 +53,27 @@ pub async fn serve(
     ready(&format!("http://{shown}/?token={token}"));
     drop(token);
 
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stop => break,
-        };
-        let _ = stream.set_nodelay(true);
+    let handle = move |request: http::Request<_>, peer: SocketAddr| {
         let console = Arc::clone(&console);
-        let service = hyper::service::service_fn(move |request: http::Request<_>| {
-            let console = Arc::clone(&console);
-            async move {
-                let started = Instant::now();
-                let method = request.method().clone();
-                // The path only: a query string may hold the one-time token.
-                let path = crate::text::head_chars(request.uri().path(), 100);
-                let response = console.handle(request).await;
-                tracing::info!(
-                    target: "memdir::access",
-                    %peer,
-                    method = %method,
-                    path = %path,
-                    status = response.status().as_u16(),
-                    ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
-                );
-                Ok::<_, Infallible>(response)
-            }
-        });
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
-            .serve_connection(TokioIo::new(stream), service);
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, %peer, "connection ended with an error");
-            }
-        });
-    }
+        async move {
+            let started = Instant::now();
+            let method = request.method().clone();
+            // The path only: a query string may hold the one-time token.
+            let path = crate::text::head_chars(request.uri().path(), 100);
+            let response = console.handle(request).await;
+            tracing::info!(
+                target: "memdir::access",
+                %peer,
+                method = %method,
+                path = %path,
+                status = response.status().as_u16(),
+                ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
+            );
+            response
+        }
+    };
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    accept(&listener, Some(&graceful), stop, handle).await;
     drop(listener);
     tracing::info!("console stopping");
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;

@@ -1,6 +1,8 @@
 //! `memory_list`: what is stored under a path, sorted by path, paginated by a cursor (the
 //! last path returned) and by the result budget. Hashes and frontmatter are read only for
-//! the page being returned.
+//! the page being returned. `ListRequest::rows` gives the same listing whole from one
+//! walk, nothing read, and `entries` completes the rows a caller keeps (the console's
+//! sorted pages, the expired memories, the generated MEMORY.md).
 
 use std::collections::HashMap;
 
@@ -84,8 +86,11 @@ pub struct TreeEntry {
     pub size_bytes: u64,
 }
 
-/// An entry before its page is chosen.
-struct Row {
+/// An entry before its page is chosen: what one walk knows of it (path, size, last
+/// change), nothing read yet. [`ListRequest::rows`] hands them out, [`entries`] completes
+/// them.
+#[derive(Debug, Clone)]
+pub struct ListRow {
     path: MemPath,
     canonical: String,
     is_dir: bool,
@@ -108,6 +113,28 @@ struct Cursor<'r> {
     first_page: bool,
     after_ns: u128,
     after: &'r str,
+}
+
+impl ListRow {
+    /// The canonical path (a folder's ends in `/`).
+    pub fn path(&self) -> &str {
+        &self.canonical
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.is_dir
+    }
+
+    /// The file's size on the store, or the total size of the files below a folder.
+    pub fn size_bytes(&self) -> u64 {
+        self.size
+    }
+
+    /// The file's last change, or the newest file's below a folder (the epoch when it
+    /// holds none).
+    pub fn modified(&self) -> std::time::SystemTime {
+        self.modified
+    }
 }
 
 impl<'r> Cursor<'r> {
@@ -147,7 +174,7 @@ impl<'r> Cursor<'r> {
     }
 
     /// Whether `row` comes after the cursor (is on this page or a later one).
-    fn is_before(&self, row: &Row) -> bool {
+    fn is_before(&self, row: &ListRow) -> bool {
         match self.order {
             ListOrder::Path => row.canonical.as_str() > self.after,
             ListOrder::Oldest => {
@@ -158,7 +185,7 @@ impl<'r> Cursor<'r> {
     }
 
     /// The cursor of the page that follows `last`.
-    fn after(order: ListOrder, last: &Row) -> String {
+    fn after(order: ListOrder, last: &ListRow) -> String {
         match order {
             ListOrder::Path => last.canonical.clone(),
             ListOrder::Oldest => format!("{}|{}", nanos(last.modified), last.canonical),
@@ -180,7 +207,7 @@ impl ListRequest<'_> {
         let mut entries = Vec::new();
         let mut used = 0usize;
         let mut next_cursor = None;
-        let mut last: Option<&Row> = None;
+        let mut last: Option<&ListRow> = None;
         for row in rows.iter().filter(|r| cursor.is_before(r)) {
             if entries.len() == self.limit || used > md.settings.result_budget {
                 next_cursor = last.map(|r| Cursor::after(self.order, r));
@@ -199,8 +226,50 @@ impl ListRequest<'_> {
     }
 }
 
+impl ListRequest<'_> {
+    /// Every row of the listing, in its order, from one walk of each root: no cursor, no
+    /// `limit`, no result budget (those are `memory_list`'s, to keep an answer small),
+    /// and no file read. For a caller that sorts, filters and pages a whole folder itself
+    /// (the console) and completes only the rows it shows, with [`entries`].
+    pub fn rows(&self, md: &Memdir) -> Result<Vec<ListRow>> {
+        if self.depth == Some(0) {
+            return Err(Error::InvalidArgument(
+                "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
+            ));
+        }
+        let roots = md.targets(self.path.unwrap_or("/"))?;
+        listed_rows(md, self, &roots)
+    }
+}
+
+/// Rows whose files [`entries`] reads in one batch: a bound on the texts held at once.
+const BATCH: usize = 256;
+
+/// The rows as `memory_list` shows them (hash and frontmatter for files), their files
+/// read in batches (one per store and [`BATCH`] rows).
+pub fn entries(md: &Memdir, rows: &[ListRow]) -> Vec<ListEntry> {
+    let mut out = Vec::with_capacity(rows.len());
+    for rows in rows.chunks(BATCH) {
+        let files: Vec<MemPath> = rows
+            .iter()
+            .filter(|r| !r.is_dir)
+            .map(|r| r.path.clone())
+            .collect();
+        let mut read = md.current_many(&files).into_iter();
+        out.extend(rows.iter().map(|row| {
+            let current = if row.is_dir {
+                None
+            } else {
+                read.next().and_then(|r| r.ok().flatten())
+            };
+            complete(md, row, current)
+        }));
+    }
+    out
+}
+
 /// Every row a listing shows under `roots`, filtered by age and in its order.
-fn listed_rows(md: &Memdir, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<Row>> {
+fn listed_rows(md: &Memdir, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<ListRow>> {
     let top_level = req.path.is_none_or(|p| p == "/");
     let mut rows = Vec::new();
     for root in roots {
@@ -256,13 +325,18 @@ pub fn tree(md: &Memdir, raw: &str, depth: usize) -> Result<Tree> {
 /// The rows under `start`: itself if it is a file; else its entries (files only when
 /// recursive, files and rolled-up folders up to `depth`; `Some(0)` = none).
 /// [`Start::Shown`] adds `start` as a rolled-up folder.
-fn rows_under(md: &Memdir, start: &MemPath, depth: Option<usize>, with: Start) -> Result<Vec<Row>> {
+fn rows_under(
+    md: &Memdir,
+    start: &MemPath,
+    depth: Option<usize>,
+    with: Start,
+) -> Result<Vec<ListRow>> {
     let store = md.store(start);
     let meta = store.metadata(start)?.ok_or_else(|| Error::NotFound {
         path: start.canonical(),
     })?;
     if meta.kind != EntryKind::Dir {
-        return Ok(vec![Row {
+        return Ok(vec![ListRow {
             canonical: start.canonical(),
             path: start.clone(),
             is_dir: false,
@@ -284,7 +358,7 @@ fn rows_under(md: &Memdir, start: &MemPath, depth: Option<usize>, with: Start) -
             .get(path.segments.as_slice())
             .copied()
             .unwrap_or_default();
-        Row {
+        ListRow {
             canonical: format!("{}/", path.canonical()),
             path: path.clone(),
             is_dir: true,
@@ -308,7 +382,7 @@ fn rows_under(md: &Memdir, start: &MemPath, depth: Option<usize>, with: Start) -
         rows.push(if e.kind == EntryKind::Dir {
             folder_row(&e.path)
         } else {
-            Row {
+            ListRow {
                 canonical: e.path.canonical(),
                 path: e.path.clone(),
                 is_dir: false,
@@ -322,7 +396,17 @@ fn rows_under(md: &Memdir, start: &MemPath, depth: Option<usize>, with: Start) -
 }
 
 /// Completes a row on the page: hash and frontmatter for files.
-fn list_entry(md: &Memdir, row: &Row) -> ListEntry {
+fn list_entry(md: &Memdir, row: &ListRow) -> ListEntry {
+    let current = if row.is_dir {
+        None
+    } else {
+        md.current(&row.path).ok().flatten()
+    };
+    complete(md, row, current)
+}
+
+/// A row with its file as read now (`None`: a folder, or a file gone or unreadable).
+fn complete(md: &Memdir, row: &ListRow, current: Option<super::Current>) -> ListEntry {
     let mut entry = ListEntry {
         path: row.canonical.clone(),
         is_dir: row.is_dir,
@@ -344,9 +428,7 @@ fn list_entry(md: &Memdir, row: &Row) -> ListEntry {
     {
         entry.updated_at = text::rfc3339(meta.modified);
     }
-    if !row.is_dir
-        && let Ok(Some(cur)) = md.current(&row.path)
-    {
+    if let Some(cur) = current {
         entry.size_bytes = cur.text.len() as u64;
         entry.content_sha256 = Some(cur.sha256);
         if let Some(fm) = Memdir::frontmatter(&cur.text) {

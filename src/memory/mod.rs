@@ -52,7 +52,7 @@ pub use delete::DeleteResult;
 pub use edit::{EditOp, EditRequest, EditResult};
 pub use feed::{Feed, FeedEvents};
 pub use history::{HistoryRequest, HistoryResult, Version};
-pub use list::{ListEntry, ListOrder, ListRequest, ListResult, Tree, TreeEntry};
+pub use list::{ListEntry, ListOrder, ListRequest, ListResult, ListRow, Tree, TreeEntry};
 pub use memory_md::{INDEX_FILE, MemoryIndex, encode_path};
 pub use notice::{Level, Notice, Notices};
 pub use read::{Freshness, ReadResult};

@@ -16,9 +16,6 @@ pub struct Expired {
     pub version: Option<u64>,
 }
 
-/// Memories listed per page while looking for expired ones.
-const PAGE: usize = 1000;
-
 /// Every expired memory of a store (the first if `None`), deleted unless `dry_run`.
 /// A memory changed since it was looked at is left alone (its expiry may be new).
 pub fn prune_expired(
@@ -28,24 +25,18 @@ pub fn prune_expired(
     actor: &str,
 ) -> Result<Vec<Expired>> {
     let root = md.store_root(store)?;
-    let mut found = Vec::new();
-    let mut cursor: Option<String> = None;
-    loop {
-        let page = ListRequest {
-            path: Some(&root.canonical()),
-            limit: PAGE,
-            cursor: cursor.as_deref(),
-            ..Default::default()
-        }
-        .run(md)?;
-        for e in page.entries.into_iter().filter(|e| e.expired) {
-            found.push((e.path, e.content_sha256, e.expires_at.unwrap_or_default()));
-        }
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
+    // One walk of the store, then every file read in one batch: what a memory's expiry
+    // is, only its frontmatter says.
+    let rows = ListRequest {
+        path: Some(&root.canonical()),
+        ..Default::default()
     }
+    .rows(md)?;
+    let found: Vec<_> = super::list::entries(md, &rows)
+        .into_iter()
+        .filter(|e| e.expired)
+        .map(|e| (e.path, e.content_sha256, e.expires_at.unwrap_or_default()))
+        .collect();
     let mut out = Vec::new();
     for (path, sha, expires_at) in found {
         let version = if dry_run {

@@ -10,12 +10,10 @@ use super::View;
 use crate::console::layout::{self, enc, folder_url, last_segment, memory_url, parent};
 use crate::console::request::Query;
 use crate::console::respond::Page;
-use crate::memory::{ListEntry, ListOrder, ListRequest, ListResult};
+use crate::memory::{ListEntry, ListOrder, ListRequest, ListResult, ListRow, Memdir, list};
 
 /// Entries per page.
 const PAGE: usize = 100;
-/// Entries per `memory_list` call when the whole folder is needed (its own cap).
-const BATCH: usize = 1000;
 
 /// What the folder is sorted by.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -42,6 +40,7 @@ impl Sort {
 }
 
 /// The page's sort, filters and position, from the query string.
+#[derive(Clone)]
 struct Shape {
     path: String,
     sort: Sort,
@@ -83,6 +82,11 @@ impl Shape {
             text: query.get("name").unwrap_or("").trim().to_string(),
             page,
         })
+    }
+
+    /// Whether a filter needs the entries' frontmatter.
+    fn filters(&self) -> bool {
+        !self.kind.is_empty() || !self.text.is_empty()
     }
 
     /// Name order, A to Z, nothing filtered: `memory_list`'s own order and cursor.
@@ -179,31 +183,12 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             entries: listed.entries,
         }
     } else {
-        // Sorting or filtering needs every entry: one memory_list call per batch.
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let listed = list(&view, &shape.path, BATCH, cursor).await?;
-            all.extend(listed.entries);
-            match listed.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        let total = all.len();
-        all.retain(|e| shape.keeps(e));
-        match shape.sort {
-            Sort::Name => {}
-            Sort::Size => all.sort_by_key(|e| e.size_bytes),
-            Sort::Age => all.sort_by(|a, b| a.updated_at.cmp(&b.updated_at)),
-        }
-        // Ascending: A to Z, the smallest, the oldest first (ties by name, as listed).
-        if shape.desc {
-            all.reverse();
-        }
-        let matching = all.len();
+        // Sorting or filtering needs every entry: one walk, sorted and filtered here.
+        let (entries, total, matching) = {
+            let shape = shape.clone();
+            view.run(move |md| whole(md, &shape)).await?
+        };
         let start = (shape.page - 1) * PAGE;
-        let entries: Vec<ListEntry> = all.into_iter().skip(start).take(PAGE).collect();
         Listing {
             next: (start + PAGE < matching)
                 .then(|| shape.url(shape.sort, shape.desc, shape.page + 1)),
@@ -227,6 +212,9 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             a href=(format!("/history?path={}", enc(path))) { "History" }
             @if writable {
                 a href=(format!("/new?folder={}", enc(path))) { "New memory" }
+                @if path.trim_matches('/').contains('/') {
+                    a href=(format!("/rename?path={}", enc(path))) { "Rename or move" }
+                }
             } @else {
                 span.badge { "read-only" }
             }
@@ -291,6 +279,56 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
         StatusCode::OK,
         layout::frame(path, &view.session, body),
     ))
+}
+
+/// The page `shape` asks for of the whole folder, with the folder's entry count and how
+/// many pass the filters: every row from one walk, sorted by what the walk knows (size,
+/// last change; ties by name); files read only for the rows shown, or for every row when
+/// a filter needs their frontmatter.
+fn whole(md: &Memdir, shape: &Shape) -> crate::error::Result<(Vec<ListEntry>, usize, usize)> {
+    let rows = ListRequest {
+        path: Some(&shape.path),
+        depth: Some(1),
+        ..ListRequest::default()
+    }
+    .rows(md)?;
+    let total = rows.len();
+    let mut kept: Vec<(ListRow, Option<ListEntry>)> = if shape.filters() {
+        let entries = list::entries(md, &rows);
+        rows.into_iter()
+            .zip(entries)
+            .filter(|(_, e)| shape.keeps(e))
+            .map(|(r, e)| (r, Some(e)))
+            .collect()
+    } else {
+        rows.into_iter().map(|r| (r, None)).collect()
+    };
+    match shape.sort {
+        Sort::Name => {}
+        Sort::Size => kept.sort_by_key(|(r, _)| r.size_bytes()),
+        Sort::Age => kept.sort_by_key(|(r, _)| r.modified()),
+    }
+    // Ascending: A to Z, the smallest, the oldest first (ties by name, as listed).
+    if shape.desc {
+        kept.reverse();
+    }
+    let matching = kept.len();
+    let page: Vec<(ListRow, Option<ListEntry>)> = kept
+        .into_iter()
+        .skip((shape.page - 1) * PAGE)
+        .take(PAGE)
+        .collect();
+    let unread: Vec<ListRow> = page
+        .iter()
+        .filter(|(_, e)| e.is_none())
+        .map(|(r, _)| r.clone())
+        .collect();
+    let mut read = list::entries(md, &unread).into_iter();
+    let entries = page
+        .into_iter()
+        .filter_map(|(_, e)| e.or_else(|| read.next()))
+        .collect();
+    Ok((entries, total, matching))
 }
 
 /// One `memory_list` call: `path`'s entries one level down, in name order.

@@ -1,7 +1,8 @@
 //! The history of a memory or of a folder as a timeline (`memory_history`: operation,
 //! path, actor, time, size, reason; newest first, paged), the diff between any two
 //! versions, restoring a version (`memory_write {restore_version}`: a new version by the
-//! person), and redaction (what `memdir redact` calls) behind a confirmation page that
+//! person, with the sha256 of the memory the version page showed as its precondition, so
+//! a memory changed meanwhile shows the conflict and is not overwritten), and redaction (what `memdir redact` calls) behind a confirmation page that
 //! names exactly what will be erased.
 
 use http::StatusCode;
@@ -10,9 +11,14 @@ use maud::html;
 use super::View;
 use crate::console::layout::{self, enc, memory_url};
 use crate::console::request::Query;
-use crate::console::respond::Page;
+use crate::console::respond::{self, Page};
+use crate::error::Error;
 use crate::history::Op;
-use crate::memory::{HistoryRequest, RestoreRequest, Version, record};
+use crate::memory::{HistoryRequest, RestoreRequest, Version, read, record};
+
+/// The restore form's `sha256` when the memory did not exist: restore creates it, and
+/// refuses when one was made meanwhile.
+const ABSENT: &str = "absent";
 
 /// Versions on one page of a timeline.
 const PAGE: usize = 100;
@@ -177,6 +183,12 @@ pub async fn version(view: View, query: Query) -> Result<Page, Page> {
     let version = version_of(query.get("version"), "version")?;
     let (v, content) = one(&view, &store, version).await?;
     let writable = !view.read_only(&format!("/{store}/"));
+    let restorable = writable && !v.redacted && !v.path.is_empty();
+    let now = if restorable {
+        Some(current(&view, &v.path).await?)
+    } else {
+        None
+    };
     let body = html! {
         h1 { "Version " (v.version) " of /" (store) }
         dl.fields {
@@ -189,13 +201,8 @@ pub async fn version(view: View, query: Query) -> Result<Page, Page> {
         }
         p.actions {
             @if !v.path.is_empty() { a href=(history_url(&v.path)) { "History" } }
-            @if writable && !v.redacted && !v.path.is_empty() {
-                form method="post" action="/restore" {
-                    input type="hidden" name="csrf" value=(view.session.csrf);
-                    input type="hidden" name="path" value=(v.path);
-                    input type="hidden" name="version" value=(v.version);
-                    button type="submit" { "Restore this version at " (v.path) }
-                }
+            @if let Some(now) = &now {
+                (restore_form(&view, &v, now.as_ref().map(|(sha, _)| sha.as_str()), "Restore this version at "))
             }
         }
         h2 { "Content" }
@@ -238,27 +245,88 @@ pub async fn diff(view: View, query: Query) -> Result<Page, Page> {
     ))
 }
 
-/// `POST /restore {path, version}`: the version's content written at `path`, a new
-/// version by the person.
+/// The memory at `path` as it is now: its sha256 and text, `None` when there is none.
+async fn current(view: &View, path: &str) -> Result<Option<(String, String)>, Page> {
+    let path = path.to_string();
+    match view.try_run(move |md| read::text(md, &path)).await? {
+        Ok(text) => Ok(Some((crate::text::sha256_hex(text.as_bytes()), text))),
+        Err(Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(respond::library_error(&e)),
+    }
+}
+
+/// The button that restores version `v` at its path over the memory whose sha256 is
+/// `now` (`None`: no memory there).
+fn restore_form(view: &View, v: &Version, now: Option<&str>, label: &str) -> maud::Markup {
+    html! {
+        form method="post" action="/restore" {
+            input type="hidden" name="csrf" value=(view.session.csrf);
+            input type="hidden" name="path" value=(v.path);
+            input type="hidden" name="version" value=(v.version);
+            input type="hidden" name="sha256" value=(now.unwrap_or(ABSENT));
+            button type="submit" { (label) (v.path) }
+        }
+    }
+}
+
+/// `POST /restore {path, version, sha256}`: the version's content written at `path`, a
+/// new version by the person, if the memory there is still the one the page showed
+/// (`sha256`, or `absent`); else the conflict, and nothing written.
 pub async fn restore(view: View, form: &Query) -> Result<Page, Page> {
     let path = form.required("path")?.to_string();
     let version = version_of(form.get("version"), "version")?;
+    let shown = form.required("sha256")?.to_string();
     let actor = view.session.actor.clone();
-    {
-        let path = path.clone();
-        view.run(move |md| {
+    let restored = {
+        let (path, shown) = (path.clone(), shown.clone());
+        view.try_run(move |md| {
             RestoreRequest {
                 path: &path,
                 version,
-                if_absent: false,
-                expected_sha256: None,
+                if_absent: shown == ABSENT,
+                expected_sha256: (shown != ABSENT).then_some(shown.as_str()),
                 actor: &actor,
             }
             .run(md)
         })
-        .await?;
+        .await?
+    };
+    match restored {
+        Ok(_) => Ok(Page::redirect(memory_url(&path))),
+        Err(
+            Error::Precondition { .. } | Error::PreconditionMissing { .. } | Error::Occupied { .. },
+        ) => restore_conflict(view, &path, version).await,
+        Err(e) => Err(respond::library_error(&e)),
     }
-    Ok(Page::redirect(memory_url(&path)))
+}
+
+/// The memory changed (or was deleted, or made) since the version page showed it: the
+/// memory now against the version, nothing written, and the choice to restore anyway.
+async fn restore_conflict(view: View, path: &str, version: u64) -> Result<Page, Page> {
+    let (v, content) = one(&view, &store_of(path)?, version).await?;
+    let now = current(&view, path).await?;
+    let (sha, theirs) = match &now {
+        Some((sha, text)) => (Some(sha.as_str()), text.as_str()),
+        None => (None, ""),
+    };
+    let body = html! {
+        h1 { "Conflict: " (path) " changed meanwhile" }
+        p.message {
+            "Someone changed this memory after the version page showed it"
+            @if now.is_none() { " (it is deleted now)" }
+            ". Nothing was written. Below, lines only in the memory as it is now are marked "
+            "−, lines only in version " (version) " +."
+        }
+        (layout::diff(theirs, content.as_deref().unwrap_or("")))
+        p.actions {
+            (restore_form(&view, &v, sha, &format!("Restore version {version} anyway at ")))
+            a href=(history_url(path)) { "Cancel" }
+        }
+    };
+    Ok(Page::html(
+        StatusCode::CONFLICT,
+        layout::frame(&format!("Conflict: {path}"), &view.session, body),
+    ))
 }
 
 /// `GET /redact?store=S&version=V`: what will be erased, and the button that does it.

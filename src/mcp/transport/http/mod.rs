@@ -20,6 +20,7 @@
 //! file.
 
 pub(crate) mod gate;
+pub(crate) mod listen;
 mod streams;
 pub(crate) mod tokens;
 
@@ -35,7 +36,6 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -43,6 +43,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use self::gate::Gate;
+use self::listen::{accept, shutdown_signal};
 use self::streams::{Streams, Ticket};
 use self::tokens::TokenFile;
 use super::ServeError;
@@ -102,7 +103,7 @@ fn actor(ctx: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Option<String
     })
 }
 
-type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves MCP over HTTP until SIGTERM or SIGINT.
 pub async fn serve_http(
@@ -153,8 +154,12 @@ pub async fn serve_http(
         }
     );
 
+    let handle = {
+        let app = Arc::clone(&app);
+        move |request, peer| Arc::clone(&app).handle(request, peer)
+    };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept(&listener, &app, Some(&graceful), stop).await;
+    accept(&listener, Some(&graceful), stop, handle.clone()).await;
     app.draining.store(true, Ordering::Release);
     tracing::info!("shutting down: finishing the calls in flight");
     flow.end_input();
@@ -169,83 +174,9 @@ pub async fn serve_http(
                 );
             }
         }
-        () = accept(&listener, &app, None, std::future::pending()) => {}
+        () = accept(&listener, None, std::future::pending(), handle) => {}
     }
     Ok(())
-}
-
-/// Serves each connection `listener` accepts until `stop` resolves: watched by
-/// `graceful` while the server runs; without it (draining), for one request each.
-async fn accept(
-    listener: &TcpListener,
-    app: &Arc<App>,
-    graceful: Option<&hyper_util::server::graceful::GracefulShutdown>,
-    stop: impl Future<Output = ()>,
-) {
-    let mut stop = std::pin::pin!(stop);
-    loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait a moment rather than spin.
-                    tracing::warn!(error = %e, "cannot accept a connection");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut stop => return,
-        };
-        let _ = stream.set_nodelay(true);
-        let app = Arc::clone(app);
-        let service = hyper::service::service_fn(move |req| Arc::clone(&app).handle(req, peer));
-        let conn = hyper::server::conn::http1::Builder::new()
-            .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
-            .keep_alive(graceful.is_some())
-            .serve_connection(TokioIo::new(stream), service);
-        match graceful {
-            Some(graceful) => tokio::spawn(finish(graceful.watch(conn), peer)),
-            None => tokio::spawn(finish(conn, peer)),
-        };
-    }
-}
-
-/// Runs a connection to its end.
-async fn finish(conn: impl Future<Output = hyper::Result<()>>, peer: SocketAddr) {
-    if let Err(e) = conn.await {
-        tracing::debug!(error = %e, %peer, "connection ended with an error");
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT (Ctrl-C). The handlers are installed when this is
-/// called, not when the future is first polled: call it before the server says it is
-/// listening, so that a signal sent as soon as a client sees it is caught (and drains)
-/// instead of taking the default action, which ends the process at once.
-pub(crate) fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let term = signal(SignalKind::terminate());
-        let interrupt = signal(SignalKind::interrupt());
-        async move {
-            match (term, interrupt) {
-                (Ok(mut term), Ok(mut interrupt)) => {
-                    tokio::select! {
-                        _ = term.recv() => {}
-                        _ = interrupt.recv() => {}
-                    }
-                }
-                _ => {
-                    let _ = tokio::signal::ctrl_c().await;
-                }
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    async {
-        let _ = tokio::signal::ctrl_c().await;
-    }
 }
 
 /// Re-reads the tokens file on each SIGHUP; a file that no longer reads keeps the tokens
@@ -329,7 +260,7 @@ impl App {
         self: Arc<Self>,
         request: Request<Incoming>,
         peer: SocketAddr,
-    ) -> Result<Response<Body>, Infallible> {
+    ) -> Response<Body> {
         let started = Instant::now();
         let method = request.method().clone();
         let path = request.uri().path().to_string();
@@ -353,7 +284,7 @@ impl App {
             ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
             actor = access.actor.as_deref().unwrap_or("-"),
         );
-        Ok(response)
+        response
     }
 
     async fn mcp(&self, request: Request<Incoming>, access: &mut Access) -> Response<Body> {
