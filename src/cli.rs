@@ -537,11 +537,19 @@ fn reindex(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
 }
 
 /// Progress on stderr: a bar redrawn in place on a terminal; otherwise a plain line
-/// every few seconds (and at the end), for logs.
+/// every few seconds and at the end, for logs.
 struct Bar {
     what: &'static str,
     tty: bool,
-    last: std::sync::Mutex<Option<(std::time::Instant, u64, u64)>>,
+    /// When it was last shown, and what it showed; the newest report.
+    state: std::sync::Mutex<BarState>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct BarState {
+    shown_at: Option<std::time::Instant>,
+    shown: (u64, u64),
+    latest: Option<(u64, u64)>,
 }
 
 impl Bar {
@@ -550,26 +558,29 @@ impl Bar {
         Bar {
             what,
             tty: std::io::stderr().is_terminal(),
-            last: std::sync::Mutex::new(None),
+            state: std::sync::Mutex::default(),
         }
     }
 
     fn show(&self, done: u64, total: u64) {
-        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
-        let now = std::time::Instant::now();
-        let every = if self.tty {
-            std::time::Duration::from_millis(100)
-        } else {
-            std::time::Duration::from_secs(5)
-        };
-        if last.is_some_and(|(at, _, _)| now - at < every) && done < total {
-            *last = last.map(|(at, _, _)| (at, done, total));
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.latest = Some((done, total));
+        let every = std::time::Duration::from_millis(if self.tty { 100 } else { 5000 });
+        if state.shown_at.is_some_and(|at| at.elapsed() < every) {
             return;
         }
-        *last = Some((now, done, total));
+        state.shown_at = Some(std::time::Instant::now());
+        state.shown = (done, total);
+        self.draw(done, total);
+    }
+
+    fn draw(&self, done: u64, total: u64) {
         if self.tty {
             const WIDTH: u64 = 30;
-            let filled = (done * WIDTH).checked_div(total).unwrap_or(WIDTH) as usize;
+            let filled = (done * WIDTH)
+                .checked_div(total)
+                .unwrap_or(WIDTH)
+                .min(WIDTH) as usize;
             eprint!(
                 "\r{}: [{}{}] {done}/{total}",
                 self.what,
@@ -581,15 +592,16 @@ impl Bar {
         }
     }
 
-    /// Ends the bar's line (and shows where it ended, if it was behind).
+    /// Shows the last report if it was not shown, and ends the bar's line.
     fn finish(&self) {
-        let last = *self.last.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, done, total)) = last {
-            if self.tty {
-                eprintln!();
-            } else {
-                eprintln!("{}: {done}/{total}", self.what);
-            }
+        let state = *self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(latest) = state.latest else { return };
+        let drawn = state.shown_at.is_some() && state.shown == latest;
+        if !drawn {
+            self.draw(latest.0, latest.1);
+        }
+        if self.tty {
+            eprintln!();
         }
     }
 }
