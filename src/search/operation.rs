@@ -245,6 +245,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             }),
         }
         let page = ranked.iter().skip(plan.offset).take(plan.limit);
+        // Fused, the page mixes memories with every word and with some: relaxed says
+        // whether it holds any of the latter.
+        let relaxed = if plan.meaning.is_some() {
+            page.clone().any(|c| c.partial && c.lexical)
+        } else {
+            relaxed
+        };
         let (mut hits, stale) = show(corpus, query, plan.budget, page);
         for hit in &mut hits {
             hit.score = relative(hit.score, best);

@@ -153,7 +153,9 @@ pub struct SearchOut {
     #[schemars(with = "String")]
     pub next_cursor: Option<String>,
     /// Fewer memories than asked for have every word: after those (if any), hits have
-    /// some of the words.
+    /// some of the words. With search by meaning on, hits are ranked by words and
+    /// meaning together, and this says that some hits on this page have only some of
+    /// the words.
     pub relaxed: bool,
     /// Present (true) when the query went past what a search reads (its first 1,024
     /// bytes, 64 words or phrases, 16 words a phrase, 8 `prefix*` words): only that part
@@ -299,7 +301,9 @@ fn render(query: &str, out: &SearchOut) -> String {
         let _ = write!(s, "No memory matches {shown:?}.");
         return s;
     }
-    if out.relaxed {
+    if out.relaxed && out.pending_vectors.is_some() {
+        s.push_str("Some hits contain only some of the words.\n");
+    } else if out.relaxed {
         s.push_str("Few memories contain every word; after them come memories that contain some of them.\n");
     }
     let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
