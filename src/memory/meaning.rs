@@ -139,6 +139,7 @@ impl Memdir {
         let spawned = std::thread::Builder::new()
             .name("memdir-embed".into())
             .spawn(move || {
+                lower_priority();
                 // Ends when the context (and with it the sender) is gone.
                 while rx.recv().is_ok() {
                     // Wake-ups that came meanwhile are served by this pass.
@@ -293,5 +294,15 @@ impl Memdir {
         for (sha, v) in vectors {
             cache.insert(sha, v);
         }
+    }
+}
+
+/// Gives the calling thread (the backfill) the lowest CPU priority, so that embedding,
+/// which keeps a core busy for minutes, yields to tool calls. On Linux a thread has a nice
+/// value of its own; elsewhere the thread keeps its priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(None, 19) {
+        tracing::debug!(error = %e, "could not lower the backfill thread's priority");
     }
 }
