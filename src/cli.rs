@@ -502,6 +502,7 @@ fn reindex(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
     let embedding = Bar::new("embedding memories");
     let vectors = memdir.backfill(&|done, total| embedding.show(done, total))?;
     embedding.finish();
+    let pruned = memdir.prune_vectors();
     let seconds = started.elapsed().as_secs_f64();
     if json {
         let stores: Vec<_> = memdir
@@ -514,7 +515,7 @@ fn reindex(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
         if memdir.meaning_on() {
             out["vectors"] = serde_json::json!({
                 "embedded": vectors.embedded, "from_database": vectors.shared,
-                "skipped": vectors.skipped,
+                "skipped": vectors.skipped, "pruned": pruned,
             });
         }
         println!("{out}");
@@ -528,7 +529,7 @@ fn reindex(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
     }
     if memdir.meaning_on() {
         println!(
-            "vectors: {} embedded, {} from the database, {} skipped (changed while read)",
+            "vectors: {} embedded, {} from the database, {} skipped (changed while read), {pruned} of gone contents forgotten",
             vectors.embedded, vectors.shared, vectors.skipped
         );
     }

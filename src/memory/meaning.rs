@@ -20,8 +20,8 @@ use crate::embed::Model;
 use crate::error::Result;
 use crate::path::MemPath;
 use crate::search::filter::Filter;
-use crate::search::index::IndexResult;
-use crate::search::meaning::{Dense, VectorCache, cosine};
+use crate::search::index::{IndexResult, Stored};
+use crate::search::meaning::{Dense, Script, VectorCache, cosine};
 
 /// Memories embedded per batch: the index is written (and a search may run) between two.
 const BATCH: usize = 8;
@@ -95,14 +95,14 @@ impl Memdir {
             let mut scored = Vec::with_capacity(docs.len());
             let mut pending = 0;
             for d in docs {
-                let v = match cache.get(&d.sha256) {
-                    Some(v) => v.clone(),
+                let (v, script) = match cache.get(&d.sha256) {
+                    Some((v, script)) => (v.clone(), *script),
                     None => match index.vector(model, &d.sha256)? {
-                        Some(v) => {
-                            let sim = cosine(query, &v);
-                            cache.insert(d.sha256, v);
-                            scored.push((d.rel, d.stamp, sim));
-                            continue;
+                        Some((v, code)) => {
+                            let script = Script::from_code(code);
+                            cache.insert(d.sha256.clone(), v, script);
+                            let (v, _) = cache.get(&d.sha256).expect("just inserted");
+                            (v.clone(), script)
                         }
                         None => {
                             pending += 1;
@@ -110,7 +110,7 @@ impl Memdir {
                         }
                     },
                 };
-                scored.push((d.rel, d.stamp, cosine(query, &v)));
+                scored.push((d.rel, d.stamp, cosine(query, &v), script));
             }
             Ok(Dense::new(scored, pending))
         })?;
@@ -140,6 +140,7 @@ impl Memdir {
             .name("memdir-embed".into())
             .spawn(move || {
                 lower_priority();
+                let mut first = true;
                 // Ends when the context (and with it the sender) is gone.
                 while rx.recv().is_ok() {
                     // Wake-ups that came meanwhile are served by this pass.
@@ -150,6 +151,10 @@ impl Memdir {
                             Level::Warning,
                             format!("computing vectors for search by meaning failed: {e}"),
                         );
+                    }
+                    // Once a run: vectors of contents no memory has any more.
+                    if std::mem::take(&mut first) {
+                        md.prune_vectors();
                     }
                 }
             });
@@ -220,6 +225,14 @@ impl Memdir {
                 });
                 if !shared.is_empty() {
                     let have: HashSet<String> = shared.iter().map(|s| s.0.clone()).collect();
+                    let shared = shared
+                        .into_iter()
+                        .map(|(sha256, vector, script)| Stored {
+                            sha256,
+                            vector,
+                            script,
+                        })
+                        .collect();
                     self.store_vectors(i, shared, false);
                     did.shared += have.len();
                     rows.retain(|r| !have.contains(&r.1));
@@ -254,8 +267,15 @@ impl Memdir {
                 }
                 let refs: Vec<&str> = texts.iter().map(|t| t.1.as_str()).collect();
                 let vectors = m.model.embed_passages(&refs);
-                let vectors: Vec<(String, Vec<f32>)> =
-                    texts.into_iter().map(|t| t.0).zip(vectors).collect();
+                let vectors: Vec<Stored> = texts
+                    .iter()
+                    .zip(vectors)
+                    .map(|((sha256, text), vector)| Stored {
+                        sha256: sha256.clone(),
+                        vector,
+                        script: Script::of(text).code(),
+                    })
+                    .collect();
                 did.embedded += vectors.len();
                 self.store_vectors(i, vectors, store.is_database());
                 done += batch.len();
@@ -275,12 +295,36 @@ impl Memdir {
         }
     }
 
+    /// Forgets the vectors (of this model) whose content no memory holds any more, in
+    /// every store's index; how many.
+    pub fn prune_vectors(&self) -> usize {
+        let Some(m) = &self.meaning else { return 0 };
+        let mut pruned = 0;
+        for i in 0..self.stores().len() {
+            match self.with_index(i, &|_, _| {}, |index| {
+                index.write(|w| w.prune_vectors(m.model.id()))
+            }) {
+                Ok(Some(Ok(n))) => pruned += n,
+                Ok(Some(Err(e))) => tracing::warn!(error = %e, "pruning vectors failed"),
+                Err(e) => tracing::warn!(error = %e, "pruning vectors failed"),
+                Ok(None) => {}
+            }
+        }
+        pruned
+    }
+
     /// Hands vectors to store `i`'s index and cache (and to its database, if `share`).
-    fn store_vectors(&self, i: usize, vectors: Vec<(String, Vec<f32>)>, share: bool) {
+    fn store_vectors(&self, i: usize, vectors: Vec<Stored>, share: bool) {
         let Some(m) = &self.meaning else { return };
         let model = m.model.id();
-        if share && let Err(e) = self.stores()[i].share_vectors(model, &vectors) {
-            tracing::warn!(error = %e, "sharing vectors through the database failed");
+        if share {
+            let shared: Vec<_> = vectors
+                .iter()
+                .map(|v| (v.sha256.clone(), v.vector.clone(), v.script))
+                .collect();
+            if let Err(e) = self.stores()[i].share_vectors(model, &shared) {
+                tracing::warn!(error = %e, "sharing vectors through the database failed");
+            }
         }
         let written = self.with_index(i, &|_, _| {}, |index| {
             index.write(|w| w.put_vectors(model, &vectors))
@@ -291,8 +335,8 @@ impl Memdir {
             _ => {}
         }
         let mut cache = m.caches[i].lock().unwrap_or_else(|e| e.into_inner());
-        for (sha, v) in vectors {
-            cache.insert(sha, v);
+        for v in vectors {
+            cache.insert(v.sha256, v.vector, Script::from_code(v.script));
         }
     }
 }

@@ -354,6 +354,29 @@ pub fn shown_lines<'t>(query: &Query, text: &'t str, max: usize) -> Option<Shown
 mod tests {
     use super::*;
 
+    /// `(text, expected line, expected lines)`: a hit found by meaning alone shows its
+    /// opening lines, after the frontmatter, with the file's line numbers.
+    #[test]
+    fn opening_lines_skip_frontmatter_and_blank_lines() {
+        type Case<'a> = (&'a str, usize, &'a [(usize, &'a str)]);
+        let cases: &[Case] = &[
+            (
+                "one\ntwo\nthree\nfour\n",
+                1,
+                &[(1, "one"), (2, "two"), (3, "three")],
+            ),
+            ("---\nname: x\n---\n\nbody\n", 5, &[(5, "body")]),
+            ("\n\nlate\n", 3, &[(3, "late")]),
+            // An unclosed block is not frontmatter.
+            ("---\nname: x\n", 1, &[(1, "---"), (2, "name: x")]),
+            ("", 1, &[]),
+        ];
+        for (text, line, lines) in cases {
+            let (got_line, got) = opening_lines(text, 3);
+            assert_eq!((got_line, got.as_slice()), (*line, *lines), "{text:?}");
+        }
+    }
+
     #[test]
     fn counts_terms_prefixes_and_phrases() {
         let q = Query::parse("rust \"crash safe\" tok*");

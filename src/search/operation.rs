@@ -11,12 +11,13 @@
 //! It reads the stores through a [`Corpus`] (the memory operations' context implements
 //! it), so this wing knows no `Memdir`.
 
+use std::collections::HashMap;
 use std::time::SystemTime;
 
 use super::filter::Filter;
 use super::index::{Combine, Index, Order, Stamp};
 use super::matching::{Matched, Shown, opening_lines, shown_lines};
-use super::meaning::{Dense, Fusion, POOL};
+use super::meaning::{Dense, Fusion, POOL, centre};
 use super::snippet::clip;
 use super::{DocMatch, Query, Scorer, bm25};
 use crate::error::{Error, Result};
@@ -452,15 +453,25 @@ fn scan(
 
 /// Every scope's memories by similarity to the query, and how many have a vector.
 struct DenseRanking {
-    /// (path, indexed stamp, cosine), best first.
-    scored: Vec<(MemPath, Stamp, f64)>,
+    /// The similarity of every memory with a vector, by store and relative path.
+    cosine: HashMap<(usize, String), f64>,
+    /// The [`POOL`] most similar: (path, indexed stamp, cosine), best first.
+    top: Vec<(MemPath, Stamp, f64)>,
     coverage: Coverage,
 }
 
+impl DenseRanking {
+    fn cosine(&self, p: &MemPath) -> Option<f64> {
+        self.cosine.get(&(p.store, p.rel())).copied()
+    }
+}
+
 fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRanking> {
-    let mut scored = Vec::new();
+    // (scope, relative path, stamp, cosine) of every memory with a vector.
+    let mut all: Vec<(usize, String, Stamp, f64)> = Vec::new();
+    let mut scripts = Vec::new();
     let mut pending = 0;
-    for (scope, prefix) in plan.scopes {
+    for (i, (scope, prefix)) in plan.scopes.iter().enumerate() {
         let filter = Filter {
             prefix: prefix.as_deref(),
             ..plan.filter
@@ -471,20 +482,47 @@ fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRankin
             continue;
         };
         pending += found.pending();
-        scored.extend(
-            found
-                .scored
-                .into_iter()
-                .map(|(rel, stamp, cos)| (scope.with_rel(&rel), stamp, f64::from(cos))),
-        );
+        for (rel, stamp, cos, script) in found.scored {
+            scripts.push((script, f64::from(cos)));
+            all.push((i, rel, stamp, 0.0));
+        }
     }
-    scored.sort_by(|a, b| {
-        b.2.total_cmp(&a.2)
-            .then_with(|| a.0.canonical().cmp(&b.0.canonical()))
-    });
-    let covered = scored.len();
+    // Each similarity relative to its script's in the scope: the model's bias toward the
+    // query's own language taken off.
+    centre(&mut scripts);
+    for (a, (_, cos)) in all.iter_mut().zip(scripts) {
+        a.3 = cos;
+    }
+    let covered = all.len();
+    let best_first = |a: &(usize, String, Stamp, f64), b: &(usize, String, Stamp, f64)| {
+        b.3.total_cmp(&a.3)
+            .then_with(|| plan.scopes[a.0].0.store.cmp(&plan.scopes[b.0].0.store))
+            .then_with(|| a.1.cmp(&b.1))
+    };
+    if all.len() > POOL {
+        all.select_nth_unstable_by(POOL - 1, best_first);
+    }
+    let (mut top, rest): (Vec<_>, Vec<_>) = {
+        let rest = all.split_off(all.len().min(POOL));
+        (all, rest)
+    };
+    top.sort_by(best_first);
+    let mut cosine = HashMap::with_capacity(covered);
+    let top = top
+        .into_iter()
+        .map(|(i, rel, stamp, cos)| {
+            let scope = &plan.scopes[i].0;
+            let path = scope.with_rel(&rel);
+            cosine.insert((scope.store, rel), cos);
+            (path, stamp, cos)
+        })
+        .collect();
+    for (i, rel, _, cos) in rest {
+        cosine.insert((plan.scopes[i].0.store, rel), cos);
+    }
     Ok(DenseRanking {
-        scored,
+        cosine,
+        top,
         coverage: Coverage {
             covered,
             total: covered + pending,
@@ -496,11 +534,6 @@ fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRankin
 /// BM25 score (0 if it does not match the words) and its similarity; scores shown
 /// relative to the best, from 0 for the worst candidate to 1.
 fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
-    let cosine: std::collections::HashMap<String, f64> = dense
-        .scored
-        .iter()
-        .map(|(p, _, c)| (p.canonical(), *c))
-        .collect();
     let mut candidates = lexical.candidates;
     let mut by_score: Vec<f64> = candidates.iter().map(|c| c.score).collect();
     by_score.sort_by(|a, b| b.total_cmp(a));
@@ -509,16 +542,16 @@ fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
     let cut = by_score.get(POOL - 1).copied().unwrap_or(f64::NEG_INFINITY);
     for c in &candidates {
         if c.score >= cut {
-            pool.push((c.score, cosine.get(&c.path.canonical()).copied()));
+            pool.push((c.score, dense.cosine(&c.path)));
         }
     }
-    let have: std::collections::HashMap<String, usize> = candidates
+    let have: HashMap<String, usize> = candidates
         .iter()
         .enumerate()
         .map(|(i, c)| (c.path.canonical(), i))
         .collect();
     let mut added = 0;
-    for (path, stamp, cos) in dense.scored.into_iter().take(POOL) {
+    for (path, stamp, cos) in dense.top.iter().cloned() {
         match have.get(&path.canonical()) {
             Some(&i) => candidates[i].meaning = true,
             None => {
@@ -538,7 +571,7 @@ fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
     }
     let fusion = Fusion::new(&pool);
     for c in &mut candidates {
-        c.score = fusion.score(c.score, cosine.get(&c.path.canonical()).copied());
+        c.score = fusion.score(c.score, dense.cosine(&c.path));
     }
     let best = candidates
         .iter()

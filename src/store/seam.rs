@@ -4,6 +4,7 @@
 
 use std::io::BufRead;
 
+use super::postgres::SharedVector;
 use super::postgres::{PgLock, PgWatcher};
 use super::{
     Changes, EntryKind, EntryMeta, FileData, FolderLock, FolderStore, Location, Observed, PgStore,
@@ -146,7 +147,7 @@ impl Store {
 
     /// Vectors of meaning other machines computed for these contents under `model`
     /// (a database store shares them; a folder has none).
-    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<(String, Vec<f32>)>> {
+    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<SharedVector>> {
         match &self.engine {
             Engine::Folder(_) => Ok(Vec::new()),
             Engine::Postgres(p) => p.shared_vectors(model, shas),
@@ -155,7 +156,7 @@ impl Store {
 
     /// Shares vectors of meaning with other machines (a database store; nothing for a
     /// folder).
-    pub fn share_vectors(&self, model: &str, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+    pub fn share_vectors(&self, model: &str, vectors: &[SharedVector]) -> Result<()> {
         match &self.engine {
             Engine::Folder(_) => Ok(()),
             Engine::Postgres(p) => p.share_vectors(model, vectors),

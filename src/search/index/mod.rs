@@ -15,7 +15,7 @@
 mod fts_rank;
 mod vectors;
 
-pub use vectors::ScopeDoc;
+pub use vectors::{ScopeDoc, Stored};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

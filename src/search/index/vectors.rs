@@ -15,7 +15,17 @@ pub(super) const TABLE: &str = "CREATE TABLE IF NOT EXISTS vectors(
     model TEXT NOT NULL,
     sha256 TEXT NOT NULL,
     vector BLOB NOT NULL,
+    script INTEGER NOT NULL,
     PRIMARY KEY (model, sha256)) WITHOUT ROWID";
+
+/// A content's vector under one model, and the code of the script its text is in
+/// (`search::meaning::Script`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub sha256: String,
+    pub vector: Vec<f32>,
+    pub script: u8,
+}
 
 /// One indexed memory a search by meaning may return.
 #[derive(Debug, Clone)]
@@ -71,23 +81,14 @@ impl Index {
             .collect()
     }
 
-    /// The stored vector of `sha256` under `model`, if any.
-    pub fn vector(&self, model: &str, sha256: &str) -> IndexResult<Option<Vec<f32>>> {
+    /// The stored vector of `sha256` under `model` and its script code, if any.
+    pub fn vector(&self, model: &str, sha256: &str) -> IndexResult<Option<(Vec<f32>, u8)>> {
         self.conn
-            .prepare_cached("SELECT vector FROM vectors WHERE model = ?1 AND sha256 = ?2")?
-            .query_row([model, sha256], |r| r.get::<_, Vec<u8>>(0))
+            .prepare_cached("SELECT vector, script FROM vectors WHERE model = ?1 AND sha256 = ?2")?
+            .query_row([model, sha256], |r| {
+                Ok((decode(&r.get::<_, Vec<u8>>(0)?), r.get(1)?))
+            })
             .optional()
-            .map(|v| v.map(|b| decode(&b)))
-    }
-
-    /// Every stored vector of `model`.
-    pub fn vectors(&self, model: &str) -> IndexResult<Vec<(String, Vec<f32>)>> {
-        self.conn
-            .prepare_cached("SELECT sha256, vector FROM vectors WHERE model = ?1")?
-            .query_map([model], |r| {
-                Ok((r.get(0)?, decode(&r.get::<_, Vec<u8>>(1)?)))
-            })?
-            .collect()
     }
 
     /// Up to `limit` indexed memories whose content has no vector under `model` (one per
@@ -117,12 +118,13 @@ impl Index {
 
 impl Writer<'_> {
     /// Stores vectors of contents under `model` (replacing any).
-    pub fn put_vectors(&self, model: &str, vectors: &[(String, Vec<f32>)]) -> IndexResult<()> {
+    pub fn put_vectors(&self, model: &str, vectors: &[Stored]) -> IndexResult<()> {
         let mut put = self.conn.prepare_cached(
-            "INSERT OR REPLACE INTO vectors(model, sha256, vector) VALUES (?1, ?2, ?3)",
+            "INSERT OR REPLACE INTO vectors(model, sha256, vector, script)
+             VALUES (?1, ?2, ?3, ?4)",
         )?;
-        for (sha256, v) in vectors {
-            put.execute(params![model, sha256, encode(v)])?;
+        for v in vectors {
+            put.execute(params![model, v.sha256, encode(&v.vector), v.script])?;
         }
         Ok(())
     }
@@ -166,10 +168,13 @@ mod tests {
         assert_eq!(n, 2, "{rows:?}");
         assert_eq!(rows.len(), 2);
         let sha = crate::text::sha256_hex(b"same text");
-        index
-            .write(|w| w.put_vectors("m", &[(sha.clone(), vec![0.5, -1.0])]))
-            .unwrap();
-        assert_eq!(index.vector("m", &sha).unwrap(), Some(vec![0.5, -1.0]));
+        let stored = Stored {
+            sha256: sha.clone(),
+            vector: vec![0.5, -1.0],
+            script: 1,
+        };
+        index.write(|w| w.put_vectors("m", &[stored])).unwrap();
+        assert_eq!(index.vector("m", &sha).unwrap(), Some((vec![0.5, -1.0], 1)));
         assert_eq!(index.vector("other", &sha).unwrap(), None);
         assert_eq!(index.lacking("m", 10).unwrap().0, 1);
         assert_eq!(index.scope(&Filter::default()).unwrap().len(), 3);
@@ -180,7 +185,10 @@ mod tests {
         drop(index);
         let rebuilt = Index::open(&db).unwrap();
         assert!(rebuilt.built.is_some());
-        assert_eq!(rebuilt.vector("m", &sha).unwrap(), Some(vec![0.5, -1.0]));
+        assert_eq!(
+            rebuilt.vector("m", &sha).unwrap(),
+            Some((vec![0.5, -1.0], 1))
+        );
         assert_eq!(rebuilt.write(|w| w.prune_vectors("m")).unwrap(), 1);
     }
 }

@@ -10,10 +10,14 @@
 use super::PgStore;
 use crate::error::Result;
 
+/// A content's sha256, its vector and its script code.
+pub type SharedVector = (String, Vec<f32>, u8);
+
 const TABLE: &str = r#"CREATE TABLE IF NOT EXISTS memdir_vectors (
     model text COLLATE "C" NOT NULL,
     sha256 text COLLATE "C" NOT NULL,
     vector bytea NOT NULL,
+    script smallint NOT NULL,
     PRIMARY KEY (model, sha256)
 )"#;
 
@@ -32,15 +36,16 @@ fn decode(bytes: &[u8]) -> Vec<f32> {
 }
 
 impl PgStore {
-    /// The shared vectors of these contents under `model` (those there are).
-    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<(String, Vec<f32>)>> {
+    /// The shared vectors of these contents under `model` (those there are), each with
+    /// its script code.
+    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<SharedVector>> {
         if shas.is_empty() {
             return Ok(Vec::new());
         }
         let shas: Vec<String> = shas.iter().map(|s| (*s).to_owned()).collect();
         let rows = self.with(|c| {
             match c.client.query(
-                "SELECT sha256, vector FROM memdir_vectors WHERE model = $1 AND sha256 = ANY($2)",
+                "SELECT sha256, vector, script FROM memdir_vectors WHERE model = $1 AND sha256 = ANY($2)",
                 &[&model, &shas],
             ) {
                 // No machine has shared a vector yet.
@@ -50,24 +55,32 @@ impl PgStore {
         })?;
         Ok(rows
             .into_iter()
-            .map(|r| (r.get::<_, String>(0), decode(&r.get::<_, Vec<u8>>(1))))
+            .map(|r| {
+                (
+                    r.get::<_, String>(0),
+                    decode(&r.get::<_, Vec<u8>>(1)),
+                    r.get::<_, i16>(2) as u8,
+                )
+            })
             .collect())
     }
 
     /// Shares vectors of contents under `model` (a content already shared is kept).
-    pub fn share_vectors(&self, model: &str, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+    pub fn share_vectors(&self, model: &str, vectors: &[SharedVector]) -> Result<()> {
         if vectors.is_empty() || self.read_only {
             return Ok(());
         }
         let shas: Vec<&str> = vectors.iter().map(|v| v.0.as_str()).collect();
         let blobs: Vec<Vec<u8>> = vectors.iter().map(|v| encode(&v.1)).collect();
+        let scripts: Vec<i16> = vectors.iter().map(|v| i16::from(v.2)).collect();
         self.with(|c| {
             let insert = |c: &mut super::Conn| {
                 c.client.execute(
-                    "INSERT INTO memdir_vectors (model, sha256, vector)
-                     SELECT $1, s, v FROM unnest($2::text[], $3::bytea[]) AS t(s, v)
+                    "INSERT INTO memdir_vectors (model, sha256, vector, script)
+                     SELECT $1, s, v, c FROM unnest($2::text[], $3::bytea[], $4::smallint[])
+                        AS t(s, v, c)
                      ON CONFLICT DO NOTHING",
-                    &[&model, &shas, &blobs],
+                    &[&model, &shas, &blobs, &scripts],
                 )
             };
             match insert(c) {
