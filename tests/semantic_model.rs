@@ -20,7 +20,7 @@ use common::Server;
 use serde_json::{Value, json};
 
 /// How long the backfill may take for the few memories of a test.
-const BACKFILL_LIMIT: Duration = Duration::from_secs(180);
+const BACKFILL_LIMIT: Duration = Duration::from_secs(300);
 
 /// The model's weights: `MEMDIR_TEST_MODEL`, else the installed model.
 fn model() -> String {
@@ -237,8 +237,9 @@ async fn filters_apply_to_meaning_hits() {
 async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() {
     let place = Place::new();
     fill(&place);
-    // Enough memories that embedding them takes seconds.
-    for i in 0..60 {
+    // Enough memories that embedding them takes a second (release build; far longer in a
+    // debug build).
+    for i in 0..16 {
         place.put(
             &format!("notes/n{i:02}.md"),
             &format!("Note {i}: the weekly sync moved to room {i} on the third floor, bring the slides about quarter {i}.\n"),
@@ -247,8 +248,8 @@ async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() 
     let server = place.serve(true).await;
     let out = search(&server, json!({"query": "weekly sync"})).await;
     let pending = out["pending_vectors"].as_u64().unwrap();
-    assert!(pending > 0, "60 memories cannot be embedded already: {out}");
-    assert!(out["memories_in_scope"].as_u64().unwrap() >= 64, "{out}");
+    assert!(pending > 0, "20 memories cannot be embedded already: {out}");
+    assert_eq!(out["memories_in_scope"], 20, "{out}");
     let text = server
         .call("memory_search", json!({"query": "weekly sync"}))
         .await
@@ -274,7 +275,7 @@ async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() 
         "a write waited {slowest:?} while vectors were being computed"
     );
     let out = settled(&server, json!({"query": "weekly sync"})).await;
-    assert_eq!(out["memories_in_scope"], 74, "{out}");
+    assert_eq!(out["memories_in_scope"], 30, "{out}");
     let text = server
         .call("memory_search", json!({"query": "weekly sync"}))
         .await
