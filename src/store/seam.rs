@@ -4,6 +4,7 @@
 
 use std::io::BufRead;
 
+use super::postgres::SharedVector;
 use super::postgres::{PgLock, PgWatcher};
 use super::{
     Changes, EntryKind, EntryMeta, FileData, FolderLock, FolderStore, Location, Observed, PgStore,
@@ -141,6 +142,24 @@ impl Store {
         match &self.engine {
             Engine::Folder(f) => paths.iter().map(|p| f.read(p)).collect(),
             Engine::Postgres(p) => p.read_many(paths),
+        }
+    }
+
+    /// Vectors of meaning other machines computed for these contents under `model`
+    /// (a database store shares them; a folder has none).
+    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<SharedVector>> {
+        match &self.engine {
+            Engine::Folder(_) => Ok(Vec::new()),
+            Engine::Postgres(p) => p.shared_vectors(model, shas),
+        }
+    }
+
+    /// Shares vectors of meaning with other machines (a database store; nothing for a
+    /// folder).
+    pub fn share_vectors(&self, model: &str, vectors: &[SharedVector]) -> Result<()> {
+        match &self.engine {
+            Engine::Folder(_) => Ok(()),
+            Engine::Postgres(p) => p.share_vectors(model, vectors),
         }
     }
 

@@ -21,6 +21,7 @@
 mod conn;
 mod schema;
 mod tls;
+mod vectors;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -33,6 +34,7 @@ use crate::path::MemPath;
 
 pub use conn::redact_url;
 use conn::{Conn, Pool, Pooled};
+pub use vectors::SharedVector;
 
 /// Largest file the server will read at all, as for folders.
 const READ_LIMIT: u64 = super::io::READ_LIMIT;
