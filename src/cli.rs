@@ -11,6 +11,7 @@
 
 mod args;
 mod console;
+mod meaning;
 mod open;
 mod stores;
 
@@ -28,8 +29,8 @@ use open::Access;
 use stores::Env;
 
 pub use args::{
-    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, ServeArgs, StoreArgs,
-    Tools, WriteArgs,
+    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, MeaningArgs, ServeArgs,
+    StoreArgs, Tools, WriteArgs,
 };
 pub use open::open_server;
 pub use stores::STORES_SEPARATOR;
@@ -62,7 +63,17 @@ pub fn run_command(mut command: Command) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let memdir = open::open(&chosen, access, settings)?;
+    let index_on = settings.index != memory::IndexLocation::Off;
+    let model = match &command {
+        Command::Search { meaning, .. } | Command::Reindex { meaning, .. } => {
+            meaning.load(&env, index_on)?
+        }
+        _ => None,
+    };
+    let mut memdir = open::open(&chosen, access, settings)?;
+    if let Some(model) = model {
+        memdir = memdir.with_meaning(model);
+    }
     run_on(&memdir, &command)
 }
 
@@ -79,6 +90,11 @@ fn needs(command: &Command, env: &Env) -> anyhow::Result<(Access, Settings)> {
         | Command::Review { .. }
         | Command::Export { .. } => Access::Read,
         Command::Search { index, .. } | Command::Check { index, .. } => {
+            index.apply(&mut settings, env)?;
+            Access::Read
+        }
+        // It writes only the index, a cache outside the stores.
+        Command::Reindex { index, .. } => {
             index.apply(&mut settings, env)?;
             Access::Read
         }
@@ -157,6 +173,7 @@ fn run_on(memdir: &Memdir, command: &Command) -> anyhow::Result<()> {
             ..
         } => review(memdir, path, *older_than, *json),
         Command::Index { store, json, .. } => index(memdir, store.as_deref(), *json),
+        Command::Reindex { json, .. } => reindex(memdir, *json),
     }
 }
 
@@ -437,6 +454,15 @@ fn search(
     if r.relaxed && !json {
         println!("(few memories have every word; partial matches follow them)");
     }
+    if let Some(c) = r.coverage
+        && c.pending() > 0
+        && !json
+    {
+        println!(
+            "(meaning covers {} of {} memories: run `memdir reindex --semantic` to embed the rest)",
+            c.covered, c.total
+        );
+    }
     for h in r.hits {
         if json {
             println!(
@@ -464,6 +490,120 @@ fn search(
         );
     }
     Ok(())
+}
+
+/// `memdir reindex`: every index brought up to date, then (with meaning on) every
+/// vector computed, with progress on stderr; a summary on stdout.
+fn reindex(memdir: &Memdir, json: bool) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let indexing = Bar::new("indexing files");
+    let counts = memory::sync::reindex(memdir, &|done, total| indexing.show(done, total))?;
+    indexing.finish();
+    let embedding = Bar::new("embedding memories");
+    let vectors = memdir.backfill(&|done, total| embedding.show(done, total))?;
+    embedding.finish();
+    let seconds = started.elapsed().as_secs_f64();
+    if json {
+        let stores: Vec<_> = memdir
+            .stores()
+            .iter()
+            .zip(&counts)
+            .map(|(s, n)| serde_json::json!({"store": s.name, "memories": n}))
+            .collect();
+        let mut out = serde_json::json!({"stores": stores, "seconds": seconds});
+        if memdir.meaning_on() {
+            out["vectors"] = serde_json::json!({
+                "embedded": vectors.embedded, "from_database": vectors.shared,
+                "skipped": vectors.skipped,
+            });
+        }
+        println!("{out}");
+        return Ok(());
+    }
+    for (store, n) in memdir.stores().iter().zip(&counts) {
+        match n {
+            Some(n) => println!("/{}: {n} memories indexed", store.name),
+            None => println!("/{}: no index (searches scan the files)", store.name),
+        }
+    }
+    if memdir.meaning_on() {
+        println!(
+            "vectors: {} embedded, {} from the database, {} skipped (changed while read)",
+            vectors.embedded, vectors.shared, vectors.skipped
+        );
+    }
+    println!("done in {seconds:.1} s");
+    Ok(())
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal; otherwise a plain line
+/// every few seconds and at the end, for logs.
+struct Bar {
+    what: &'static str,
+    tty: bool,
+    /// When it was last shown, and what it showed; the newest report.
+    state: std::sync::Mutex<BarState>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct BarState {
+    shown_at: Option<std::time::Instant>,
+    shown: (u64, u64),
+    latest: Option<(u64, u64)>,
+}
+
+impl Bar {
+    fn new(what: &'static str) -> Bar {
+        use std::io::IsTerminal;
+        Bar {
+            what,
+            tty: std::io::stderr().is_terminal(),
+            state: std::sync::Mutex::default(),
+        }
+    }
+
+    fn show(&self, done: u64, total: u64) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.latest = Some((done, total));
+        let every = std::time::Duration::from_millis(if self.tty { 100 } else { 5000 });
+        if state.shown_at.is_some_and(|at| at.elapsed() < every) {
+            return;
+        }
+        state.shown_at = Some(std::time::Instant::now());
+        state.shown = (done, total);
+        self.draw(done, total);
+    }
+
+    fn draw(&self, done: u64, total: u64) {
+        if self.tty {
+            const WIDTH: u64 = 30;
+            let filled = (done * WIDTH)
+                .checked_div(total)
+                .unwrap_or(WIDTH)
+                .min(WIDTH) as usize;
+            eprint!(
+                "\r{}: [{}{}] {done}/{total}",
+                self.what,
+                "#".repeat(filled),
+                ".".repeat(WIDTH as usize - filled)
+            );
+        } else {
+            eprintln!("{}: {done}/{total}", self.what);
+        }
+    }
+
+    /// Shows the last report if it was not shown, and ends the bar's line.
+    fn finish(&self) {
+        let state = *self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(latest) = state.latest else { return };
+        let drawn = state.shown_at.is_some() && state.shown == latest;
+        if !drawn {
+            self.draw(latest.0, latest.1);
+        }
+        if self.tty {
+            eprintln!();
+        }
+    }
 }
 
 fn check(memdir: &Memdir, json: bool) -> anyhow::Result<()> {

@@ -115,6 +115,10 @@ pub enum Error {
     /// its contents.
     #[error("{0}")]
     Config(String),
+    /// The embedding model's file cannot be used (missing, truncated, not the model): the
+    /// message names the file, what is wrong and how to fix it.
+    #[error("{0}")]
+    Model(String),
     /// Something that should not happen did (a panicking task, a record that could not
     /// be serialised); the message says what.
     #[error("internal error {0}")]

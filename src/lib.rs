@@ -7,6 +7,7 @@
 //!   handles, durable writes, cross-process locking, folder walks, PostgreSQL stores.
 //! - `memory`: the operations behind the tools, one file each, run on the `Memdir`
 //!   context (stores, settings, indexes), independent of MCP.
+//! - `embed`: the embedding model run inside memdir (multilingual-e5-small, 4-bit).
 //! - `edit`, `text`, `frontmatter`, `secrets`: pure helpers on text.
 //! - `search`: tokenizer, query language, BM25 ranking, the SQLite FTS5 search index (a
 //!   disposable cache outside the store) and keeping it in step with the files.
@@ -28,6 +29,7 @@
 pub mod cli;
 pub mod console;
 pub mod edit;
+pub mod embed;
 pub mod error;
 pub mod frontmatter;
 pub mod history;

@@ -147,6 +147,8 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub index: IndexArgs,
     #[command(flatten)]
+    pub meaning: MeaningArgs,
+    #[command(flatten)]
     pub history: HistoryArgs,
     /// Serve MCP over Streamable HTTP at ADDR (e.g. `127.0.0.1:8080`; port 0 picks a free
     /// one), on the path `/mcp`, instead of stdio. A non-loopback address needs `--tokens`.
@@ -186,6 +188,8 @@ pub struct ConsoleArgs {
     #[command(flatten)]
     pub index: IndexArgs,
     #[command(flatten)]
+    pub meaning: MeaningArgs,
+    #[command(flatten)]
     pub history: HistoryArgs,
     /// Address and port to listen on (port 0: a free one). Keep it a loopback address:
     /// the printed link is the only sign-in.
@@ -203,6 +207,7 @@ impl ConsoleArgs {
             result_budget: 65_536,
             limits: self.limits.clone(),
             index: self.index.clone(),
+            meaning: self.meaning.clone(),
             history: self.history.clone(),
             http: None,
             tokens: None,
@@ -234,6 +239,19 @@ pub struct IndexArgs {
     /// Keep no search index: every search scans the files.
     #[arg(long, conflicts_with = "index_dir")]
     pub no_index: bool,
+}
+
+/// Search by meaning (also `MEMDIR_SEMANTIC=1` and `MEMDIR_MODEL=FILE`).
+#[derive(Clone, Debug, Default, Args)]
+pub struct MeaningArgs {
+    /// Search by meaning as well as by words (hybrid search), with the embedding model
+    /// that `memdir model install` puts in place (or --model). Also MEMDIR_SEMANTIC=1.
+    #[arg(long)]
+    pub semantic: bool,
+    /// The embedding model's weights file for --semantic (default: where `memdir model
+    /// install` puts it). Also MEMDIR_MODEL.
+    #[arg(long, value_name = "FILE")]
+    pub model: Option<PathBuf>,
 }
 
 /// How much history the server keeps.
@@ -428,6 +446,22 @@ pub enum Command {
         json: bool,
         #[command(flatten)]
         index: IndexArgs,
+        #[command(flatten)]
+        meaning: MeaningArgs,
+    },
+    /// Bring every store's search index up to date with its files (built anew if it is
+    /// missing or of another format) and, with --semantic, compute every memory's vector
+    /// for search by meaning; progress on stderr.
+    Reindex {
+        #[command(flatten)]
+        stores: StoreArgs,
+        #[command(flatten)]
+        index: IndexArgs,
+        #[command(flatten)]
+        meaning: MeaningArgs,
+        /// Print a JSON summary instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete memories whose frontmatter `expires` has passed, each as a version (restore
     /// one with `restore`); `--dry-run` only lists them.
@@ -500,6 +534,7 @@ impl Command {
             | Command::Search { stores, .. }
             | Command::Prune { stores, .. }
             | Command::Review { stores, .. }
+            | Command::Reindex { stores, .. }
             | Command::Index { stores, .. } => Some(stores),
             Command::Cache { .. } => None,
         }

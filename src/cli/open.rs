@@ -54,7 +54,14 @@ pub fn open_server(args: &ServeArgs) -> anyhow::Result<(Memdir, ToolSet)> {
             .with_context(|| format!("--describe names `{name}`, which is not a store"))?;
         c.config.description = Some(text.into());
     }
-    let memdir = open(&chosen, Access::Create, args.settings(&env)?)?;
+    let settings = args.settings(&env)?;
+    let model = args
+        .meaning
+        .load(&env, settings.index != crate::memory::IndexLocation::Off)?;
+    let mut memdir = open(&chosen, Access::Create, settings)?;
+    if let Some(model) = model {
+        memdir = memdir.with_meaning(model);
+    }
     let tools = ToolSet::from(args.tools);
     tracing::info!("{}", StartUp(&memdir, &chosen, tools));
     Ok((memdir, tools))
@@ -178,10 +185,14 @@ impl fmt::Display for StartUp<'_> {
             }
         }
         if bases.is_empty() {
-            write!(f, "; search index: none (searches scan the files)")
+            write!(f, "; search index: none (searches scan the files)")?;
         } else {
             let bases: Vec<_> = bases.iter().map(|b| b.display().to_string()).collect();
-            write!(f, "; search index under {}", bases.join(", "))
+            write!(f, "; search index under {}", bases.join(", "))?;
         }
+        if memdir.meaning_on() {
+            write!(f, "; search by meaning on")?;
+        }
+        Ok(())
     }
 }

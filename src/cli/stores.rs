@@ -23,6 +23,10 @@ pub struct Env {
     pub root: Option<OsString>,
     /// `MEMDIR_STORES`.
     pub stores: Option<OsString>,
+    /// `MEMDIR_SEMANTIC`.
+    pub semantic: Option<OsString>,
+    /// `MEMDIR_MODEL`.
+    pub model: Option<OsString>,
     /// The user's home folder (for `~` and `$HOME`).
     pub home: Option<PathBuf>,
     /// The user's data folder (`$XDG_DATA_HOME`, `~/.local/share`, `~/Library/Application
@@ -41,6 +45,8 @@ impl Env {
         Env {
             root: set("MEMDIR_ROOT"),
             stores: set("MEMDIR_STORES"),
+            semantic: set("MEMDIR_SEMANTIC"),
+            model: set("MEMDIR_MODEL"),
             home: dirs::home_dir(),
             data_dir: dirs::data_dir(),
         }
@@ -279,6 +285,8 @@ mod tests {
         Env {
             root: root.map(Into::into),
             stores: stores.map(Into::into),
+            semantic: None,
+            model: None,
             home: Some("/home/u".into()),
             data_dir: Some("/home/u/.local/share".into()),
         }

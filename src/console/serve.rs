@@ -38,8 +38,10 @@ pub async fn serve(
     let listener = TcpListener::bind(options.addr).await?;
     let local = listener.local_addr()?;
     let (once, token) = OneTime::new(&options.actor);
+    let memdir = Arc::new(memdir);
+    memdir.start_backfill();
     let console = Arc::new(Console::new(
-        Arc::new(memdir),
+        memdir,
         Gate::new(local.ip(), &[], &[]),
         SignIn::OneTime(once),
         options.max_body,

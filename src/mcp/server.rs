@@ -130,6 +130,8 @@ impl MemdirServer {
     /// Brings the search indexes up to date while clients start talking, and completes
     /// and trims the history, on a blocking thread.
     pub(super) fn start_upkeep(&self) {
+        // With meaning on, vectors missing are computed on a thread of their own.
+        self.memdir.start_backfill();
         let memdir = Arc::clone(&self.memdir);
         tokio::task::spawn_blocking(move || {
             let notices = memdir.notices();

@@ -14,6 +14,7 @@
 //!   `crate::search`'s); `history`: versions, and changes made outside memdir;
 //! - `check`: `memdir check`; `upkeep`: expired memories, writing `MEMORY.md`;
 //!   `memory_md`: a store's `MEMORY.md` index; `archive`: export and import;
+//!   `meaning`: search by meaning (the model, vectors in memory, the backfill);
 //!   `feed`: changes for resource subscriptions;
 //! - `record` and `sync`: the context's hold on each store's history (`crate::history`)
 //!   and search index (`crate::search::fresh`); `notice`: what the operator hears of.
@@ -25,6 +26,7 @@ mod edit;
 mod feed;
 mod history;
 pub mod list;
+pub mod meaning;
 pub mod memory_md;
 mod mutation;
 mod notice;
@@ -103,6 +105,8 @@ pub struct Memdir {
     heads: Vec<std::sync::Mutex<crate::history::Heads>>,
     /// What the operator should hear of (see `notice`).
     notices: Notices,
+    /// Search by meaning, when it is on (see `meaning`).
+    meaning: Option<meaning::Meaning>,
 }
 
 /// A file read and decoded, as several operations need it.
@@ -135,6 +139,7 @@ impl Memdir {
             names,
             settings,
             notices: Notices::default(),
+            meaning: None,
         };
         for store in &memdir.stores {
             memdir.notice_temps_removed(store, 0);

@@ -9,6 +9,7 @@ use crate::path::MemPath;
 use crate::search::Query;
 use crate::search::filter::Filter;
 use crate::search::index::{Index, Order};
+use crate::search::meaning::Dense;
 use crate::search::operation::{self, Corpus, Doc, Plan};
 use crate::store::EntryKind;
 use crate::text;
@@ -95,6 +96,9 @@ impl SearchRequest<'_> {
         };
         let query = Query::parse(self.query);
         let scopes = scopes(md, self.path)?;
+        let vector = (!query.is_empty())
+            .then(|| md.embed_query(self.query))
+            .flatten();
         let plan = Plan {
             query: &query,
             scopes: &scopes,
@@ -103,6 +107,7 @@ impl SearchRequest<'_> {
             offset,
             limit: self.limit,
             budget: md.settings.result_budget,
+            meaning: vector.as_deref(),
         };
         operation::search(&Reading { md, progress }, &plan)
     }
@@ -138,6 +143,10 @@ impl Corpus for Reading<'_> {
 
     fn resync(&self, p: &MemPath) {
         self.md.resync(p);
+    }
+
+    fn dense(&self, store: usize, filter: &Filter, query: &[f32]) -> Result<Option<Dense>> {
+        self.md.dense(store, filter, query, self.progress)
     }
 }
 

@@ -51,6 +51,10 @@ impl Memdir {
             outside,
             hold,
         } = fresh;
+        if !outside.changed.is_empty() {
+            // Outside edits may bring contents without a vector.
+            self.wake_backfill();
+        }
         self.notice_external(i, outside.changed, outside.found);
         drop(hold);
         Ok(Some(value))
@@ -65,6 +69,9 @@ impl Memdir {
     /// [`StoreIndex::changed`]).
     pub(crate) fn index_changed(&self, p: &MemPath, change: Change) {
         self.indexes[p.store].changed(self.store(p), p, change);
+        // The new content's vector is computed in the background, never on the write's
+        // path.
+        self.wake_backfill();
     }
 }
 
@@ -83,4 +90,16 @@ pub fn warm_indexes(md: &Memdir) {
             );
         }
     }
+}
+
+/// Brings every store's index up to date with its files (`memdir reindex`), reporting
+/// progress while one is built; how many memories each index holds (`None`: the store
+/// has no usable index).
+pub fn reindex(md: &Memdir, progress: Progress) -> Result<Vec<Option<usize>>> {
+    (0..md.stores().len())
+        .map(|i| {
+            let count = md.with_index(i, progress, |index| index.stamps().map(|s| s.len()))?;
+            Ok(count.and_then(|c| c.ok()))
+        })
+        .collect()
 }

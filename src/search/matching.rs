@@ -278,6 +278,30 @@ pub fn best_lines<'t>(query: &Query, text: &'t str, max: usize) -> (usize, Vec<(
     Pass::run(query, text, Need::Lines).best_lines(max)
 }
 
+/// What a search shows of a hit found by meaning alone: its first `max` non-blank lines
+/// after the frontmatter (the line numbers of the file), the first of them as its line.
+pub fn opening_lines(text: &str, max: usize) -> (usize, Vec<(usize, &str)>) {
+    let lines: Vec<&str> = text.lines().collect();
+    // A frontmatter block: `---` on the first line, up to the next `---`.
+    let body = match lines.first() {
+        Some(first) if first.trim_end() == "---" => lines
+            .iter()
+            .skip(1)
+            .position(|l| l.trim_end() == "---")
+            .map_or(0, |end| end + 2),
+        _ => 0,
+    };
+    let picked: Vec<(usize, &str)> = lines
+        .iter()
+        .enumerate()
+        .skip(body)
+        .filter(|(_, l)| !l.trim().is_empty())
+        .take(max)
+        .map(|(i, l)| (i + 1, *l))
+        .collect();
+    (picked.first().map_or(1, |l| l.0), picked)
+}
+
 /// How a hit matched its query (a search hit lists each that applies).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Matched {
@@ -285,6 +309,8 @@ pub enum Matched {
     Words,
     /// Some word is in the memory only as another form (`deploying` for `deployment`).
     WordForms,
+    /// Its meaning is among the closest to the query's (search by meaning).
+    Meaning,
 }
 
 impl Matched {
@@ -293,6 +319,7 @@ impl Matched {
         match self {
             Matched::Words => "words",
             Matched::WordForms => "word forms",
+            Matched::Meaning => "meaning",
         }
     }
 }

@@ -11,6 +11,7 @@
 //!   `index/fts_rank.rs`, its ranking function;
 //! - `fresh`: keeping each store's index in step with its files;
 //! - `filter`: which memories a search may return, in SQL and in Rust alike;
+//! - `meaning`: vectors in memory, cosine similarity, the fusion with BM25;
 //! - `operation`: the search itself (index or scan per scope, rankings merged, hits read
 //!   and re-checked), over the stores as a `Corpus` the caller provides.
 
@@ -20,6 +21,7 @@ pub mod fresh;
 pub mod index;
 pub mod lang;
 pub mod matching;
+pub mod meaning;
 pub mod operation;
 pub mod query;
 pub mod snippet;

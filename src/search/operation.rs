@@ -4,6 +4,10 @@
 //! no longer matches what the index holds is re-synced and the query re-run, so no result
 //! ever shows text that is not in the file.
 //!
+//! With meaning on (a query vector in the plan), the memories closest in meaning join
+//! the BM25 ranking and every candidate is ranked by the weighted fusion of both
+//! (`search::meaning`); filters apply to both alike, as both read the same `docs` rows.
+//!
 //! It reads the stores through a [`Corpus`] (the memory operations' context implements
 //! it), so this wing knows no `Memdir`.
 
@@ -11,7 +15,8 @@ use std::time::SystemTime;
 
 use super::filter::Filter;
 use super::index::{Combine, Index, Order, Stamp};
-use super::matching::{Matched, Shown, shown_lines};
+use super::matching::{Matched, Shown, opening_lines, shown_lines};
+use super::meaning::{Dense, Fusion, POOL};
 use super::snippet::clip;
 use super::{DocMatch, Query, Scorer, bm25};
 use crate::error::{Error, Result};
@@ -41,6 +46,10 @@ pub trait Corpus {
     fn read_many(&self, paths: &[MemPath]) -> Vec<Result<Option<Doc>>>;
     /// Re-syncs one path with its store's index (a hit found stale).
     fn resync(&self, p: &MemPath);
+    /// The memories of store `store` the filter admits, each with its similarity to the
+    /// query vector, and how many lack a vector yet. `None` when the store has no usable
+    /// index (meaning needs one).
+    fn dense(&self, store: usize, filter: &Filter, query: &[f32]) -> Result<Option<Dense>>;
 }
 
 /// One search: the query, where (each scope with its path prefix in the index), which
@@ -56,6 +65,8 @@ pub struct Plan<'a> {
     pub limit: usize,
     /// Hits stop once their text passes this many bytes.
     pub budget: usize,
+    /// The query's vector, when search by meaning is on.
+    pub meaning: Option<&'a [f32]>,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +101,23 @@ pub struct SearchResult {
     pub relaxed: bool,
     /// The query went past its bounds: only its first part was searched.
     pub query_cut: bool,
+    /// With meaning on: how many memories in the search's scope have a vector, of how
+    /// many.
+    pub coverage: Option<Coverage>,
+}
+
+/// How much of a search's scope meaning covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Coverage {
+    pub covered: usize,
+    pub total: usize,
+}
+
+impl Coverage {
+    /// Memories whose vector is still being computed.
+    pub fn pending(&self) -> usize {
+        self.total - self.covered
+    }
 }
 
 /// Re-runs of a query after finding stale hits, before showing what there is.
@@ -104,6 +132,10 @@ struct Candidate {
     indexed: Option<Stamp>,
     /// It holds only some of the query's words (ranked after every one that holds all).
     partial: bool,
+    /// It matches the words (else it was found by meaning alone).
+    lexical: bool,
+    /// It is among the closest in meaning.
+    meaning: bool,
 }
 
 /// What every scope's matches add up to: how many (and how many hold every word), the
@@ -158,12 +190,19 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         next_cursor: None,
         relaxed: false,
         query_cut: query.cut,
+        coverage: None,
     };
     if query.is_empty() {
         return Ok(result);
     }
     let need = plan.offset + plan.limit;
     for attempt in 0..ATTEMPTS {
+        // With meaning, the lexical ranking's top POOL sets the fusion's statistics.
+        let need = if plan.meaning.is_some() {
+            need.max(POOL)
+        } else {
+            need
+        };
         let mut ranking = rank(corpus, plan, Combine::All, need)?;
         // Fewer memories than the page needs hold every word: the page goes on with those
         // that hold some of them, ranked after every one that holds them all.
@@ -173,6 +212,12 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             ranking = ranking.then(some);
         }
         let relaxed = relaxed && ranking.total > ranking.complete;
+        let mut coverage = None;
+        if let Some(q) = plan.meaning {
+            let dense = dense(corpus, plan, q)?;
+            coverage = Some(dense.coverage);
+            ranking = fuse(ranking, dense);
+        }
         let Ranking {
             total,
             best,
@@ -180,6 +225,12 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             ..
         } = ranking;
         match plan.order {
+            // Fused scores already rank the partial matches where they belong.
+            Order::Relevance if plan.meaning.is_some() => ranked.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| a.path.canonical().cmp(&b.path.canonical()))
+            }),
             Order::Relevance => ranked.sort_by(|a, b| {
                 a.partial
                     .cmp(&b.partial)
@@ -194,6 +245,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             }),
         }
         let page = ranked.iter().skip(plan.offset).take(plan.limit);
+        // Fused, the page mixes memories with every word and with some: relaxed says
+        // whether it holds any of the latter.
+        let relaxed = if plan.meaning.is_some() {
+            page.clone().any(|c| c.partial && c.lexical)
+        } else {
+            relaxed
+        };
         let (mut hits, stale) = show(corpus, query, plan.budget, page);
         for hit in &mut hits {
             hit.score = relative(hit.score, best);
@@ -205,6 +263,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             total_hits: total,
             relaxed,
             query_cut: query.cut,
+            coverage,
         };
         if !stale {
             break;
@@ -237,6 +296,8 @@ fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Res
                         modified_ns: r.stamp.mtime_ns,
                         indexed: Some(r.stamp),
                         partial: false,
+                        lexical: true,
+                        meaning: false,
                     }));
             }
             other => {
@@ -284,16 +345,32 @@ fn show<'c>(
             stale = true;
             continue;
         };
+        let shown = match shown_lines(query, &doc.text, 3) {
+            Some(shown) => Some(shown),
+            // Found by meaning alone: its opening lines.
+            None if !c.lexical => {
+                let (line, lines) = opening_lines(&doc.text, 3);
+                Some(Shown {
+                    line,
+                    lines,
+                    matched: Vec::new(),
+                })
+            }
+            None => None,
+        };
         let Some(Shown {
             line,
             lines,
-            matched,
-        }) = shown_lines(query, &doc.text, 3)
+            mut matched,
+        }) = shown
         else {
             corpus.resync(&c.path);
             stale = true;
             continue;
         };
+        if c.meaning {
+            matched.push(Matched::Meaning);
+        }
         let mut snippet = String::new();
         for (n, l) in lines {
             if !snippet.is_empty() {
@@ -367,6 +444,121 @@ fn scan(
             modified_ns,
             indexed: None,
             partial: false,
+            lexical: true,
+            meaning: false,
         })
         .collect())
+}
+
+/// Every scope's memories by similarity to the query, and how many have a vector.
+struct DenseRanking {
+    /// (path, indexed stamp, cosine), best first.
+    scored: Vec<(MemPath, Stamp, f64)>,
+    coverage: Coverage,
+}
+
+fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRanking> {
+    let mut scored = Vec::new();
+    let mut pending = 0;
+    for (scope, prefix) in plan.scopes {
+        let filter = Filter {
+            prefix: prefix.as_deref(),
+            ..plan.filter
+        };
+        // A store without an index has no vectors: all of it is pending.
+        let Some(found) = corpus.dense(scope.store, &filter, query)? else {
+            pending += corpus.files_under(scope)?.len();
+            continue;
+        };
+        pending += found.pending();
+        scored.extend(
+            found
+                .scored
+                .into_iter()
+                .map(|(rel, stamp, cos)| (scope.with_rel(&rel), stamp, f64::from(cos))),
+        );
+    }
+    scored.sort_by(|a, b| {
+        b.2.total_cmp(&a.2)
+            .then_with(|| a.0.canonical().cmp(&b.0.canonical()))
+    });
+    let covered = scored.len();
+    Ok(DenseRanking {
+        scored,
+        coverage: Coverage {
+            covered,
+            total: covered + pending,
+        },
+    })
+}
+
+/// The lexical candidates and the dense top [`POOL`], each scored by the fusion of its
+/// BM25 score (0 if it does not match the words) and its similarity; scores shown
+/// relative to the best, from 0 for the worst candidate to 1.
+fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
+    let cosine: std::collections::HashMap<String, f64> = dense
+        .scored
+        .iter()
+        .map(|(p, _, c)| (p.canonical(), *c))
+        .collect();
+    let mut candidates = lexical.candidates;
+    let mut by_score: Vec<f64> = candidates.iter().map(|c| c.score).collect();
+    by_score.sort_by(|a, b| b.total_cmp(a));
+    // The pool: the lexical top POOL and the dense top POOL.
+    let mut pool: Vec<(f64, Option<f64>)> = Vec::new();
+    let cut = by_score.get(POOL - 1).copied().unwrap_or(f64::NEG_INFINITY);
+    for c in &candidates {
+        if c.score >= cut {
+            pool.push((c.score, cosine.get(&c.path.canonical()).copied()));
+        }
+    }
+    let have: std::collections::HashMap<String, usize> = candidates
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.path.canonical(), i))
+        .collect();
+    let mut added = 0;
+    for (path, stamp, cos) in dense.scored.into_iter().take(POOL) {
+        match have.get(&path.canonical()) {
+            Some(&i) => candidates[i].meaning = true,
+            None => {
+                pool.push((0.0, Some(cos)));
+                added += 1;
+                candidates.push(Candidate {
+                    modified_ns: stamp.mtime_ns,
+                    indexed: Some(stamp),
+                    path,
+                    score: 0.0,
+                    partial: true,
+                    lexical: false,
+                    meaning: true,
+                });
+            }
+        }
+    }
+    let fusion = Fusion::new(&pool);
+    for c in &mut candidates {
+        c.score = fusion.score(c.score, cosine.get(&c.path.canonical()).copied());
+    }
+    let best = candidates
+        .iter()
+        .map(|c| c.score)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let worst = candidates
+        .iter()
+        .map(|c| c.score)
+        .fold(f64::INFINITY, f64::min);
+    for c in &mut candidates {
+        c.score = if best > worst {
+            (c.score - worst) / (best - worst)
+        } else {
+            1.0
+        };
+    }
+    Ranking {
+        total: lexical.total + added,
+        complete: lexical.complete,
+        best: 1.0,
+        candidates,
+    }
 }

@@ -19,6 +19,7 @@ pub mod folder;
 mod io;
 mod local;
 mod lock;
+pub mod model_file;
 mod platform;
 pub mod postgres;
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
@@ -119,7 +120,7 @@ pub enum Observed {
 
 /// What identifies a version of a file without reading it: size, modification time
 /// (nanoseconds since the epoch) and inode (an atomic replace changes it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stamp {
     pub size: u64,
     pub mtime_ns: i64,

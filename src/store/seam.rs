@@ -144,6 +144,24 @@ impl Store {
         }
     }
 
+    /// Vectors of meaning other machines computed for these contents under `model`
+    /// (a database store shares them; a folder has none).
+    pub fn shared_vectors(&self, model: &str, shas: &[&str]) -> Result<Vec<(String, Vec<f32>)>> {
+        match &self.engine {
+            Engine::Folder(_) => Ok(Vec::new()),
+            Engine::Postgres(p) => p.shared_vectors(model, shas),
+        }
+    }
+
+    /// Shares vectors of meaning with other machines (a database store; nothing for a
+    /// folder).
+    pub fn share_vectors(&self, model: &str, vectors: &[(String, Vec<f32>)]) -> Result<()> {
+        match &self.engine {
+            Engine::Folder(_) => Ok(()),
+            Engine::Postgres(p) => p.share_vectors(model, vectors),
+        }
+    }
+
     /// Writes a memory durably (the caller holds the store lock).
     pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<Stamp> {
         each!(self, s => s.write(path, bytes, mode))

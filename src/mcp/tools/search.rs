@@ -117,7 +117,9 @@ pub struct HitOut {
     #[schemars(with = "u8", range(min = 1, max = 5))]
     pub importance: Option<u8>,
     /// How the memory matched: `words` (some query word as typed), `word forms` (some
-    /// word only as another form of it, e.g. `deployment` for `deploying`), or both.
+    /// word only as another form of it, e.g. `deployment` for `deploying`), `meaning`
+    /// (among the memories closest in meaning, when the server searches by meaning), or
+    /// several of these.
     pub matched: Vec<MatchedOut>,
 }
 
@@ -129,6 +131,8 @@ pub enum MatchedOut {
     Words,
     #[serde(rename = "word forms")]
     WordForms,
+    #[serde(rename = "meaning")]
+    Meaning,
 }
 
 impl From<Matched> for MatchedOut {
@@ -136,6 +140,7 @@ impl From<Matched> for MatchedOut {
         match m {
             Matched::Words => MatchedOut::Words,
             Matched::WordForms => MatchedOut::WordForms,
+            Matched::Meaning => MatchedOut::Meaning,
         }
     }
 }
@@ -148,13 +153,25 @@ pub struct SearchOut {
     #[schemars(with = "String")]
     pub next_cursor: Option<String>,
     /// Fewer memories than asked for have every word: after those (if any), hits have
-    /// some of the words.
+    /// some of the words. With search by meaning on, hits are ranked by words and
+    /// meaning together, and this says that some hits on this page have only some of
+    /// the words.
     pub relaxed: bool,
     /// Present (true) when the query went past what a search reads (its first 1,024
     /// bytes, 64 words or phrases, 16 words a phrase, 8 `prefix*` words): only that part
     /// was searched.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub query_cut: bool,
+    /// Present when the server searches by meaning: how many memories in the search's
+    /// scope have no meaning vector yet (they are being computed in the background; until
+    /// then those memories are found by their words only). 0 when meaning covers all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub pending_vectors: Option<u64>,
+    /// With `pending_vectors`: how many memories in the search's scope there are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "u64")]
+    pub memories_in_scope: Option<u64>,
 }
 
 impl From<SearchHit> for HitOut {
@@ -182,6 +199,8 @@ impl From<SearchResult> for SearchOut {
             next_cursor: r.next_cursor,
             relaxed: r.relaxed,
             query_cut: r.query_cut,
+            pending_vectors: r.coverage.map(|c| c.pending() as u64),
+            memories_in_scope: r.coverage.map(|c| c.total as u64),
         }
     }
 }
@@ -268,12 +287,23 @@ fn render(query: &str, out: &SearchOut) -> String {
     if out.query_cut {
         s.push_str("The query is longer than a search reads: only its first 1,024 bytes, 64 words or phrases, 16 words of a phrase and 8 prefix* words were searched.\n");
     }
+    if let (Some(pending), Some(total)) = (out.pending_vectors, out.memories_in_scope)
+        && pending > 0
+    {
+        let _ = writeln!(
+            s,
+            "Meaning covers {} of {total} memories here; the other {pending} are still being embedded and are found by their words only until then.",
+            total - pending
+        );
+    }
     if out.total_hits == 0 {
         let shown = crate::text::head_chars(query, 200);
         let _ = write!(s, "No memory matches {shown:?}.");
         return s;
     }
-    if out.relaxed {
+    if out.relaxed && out.pending_vectors.is_some() {
+        s.push_str("Some hits contain only some of the words.\n");
+    } else if out.relaxed {
         s.push_str("Few memories contain every word; after them come memories that contain some of them.\n");
     }
     let _ = writeln!(s, "{} of {} hits:", out.hits.len(), out.total_hits);
@@ -287,6 +317,9 @@ fn render(query: &str, out: &SearchOut) -> String {
         }
         if h.matched.iter().any(|m| matches!(m, MatchedOut::WordForms)) {
             s.push_str(", matched word forms");
+        }
+        if h.matched.iter().all(|m| matches!(m, MatchedOut::Meaning)) {
+            s.push_str(", matched by meaning only");
         }
         s.push(')');
         if let Some(n) = &h.name {

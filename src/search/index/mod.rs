@@ -13,6 +13,9 @@
 #![allow(clippy::disallowed_methods, clippy::disallowed_types)]
 
 mod fts_rank;
+mod vectors;
+
+pub use vectors::ScopeDoc;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,7 +31,7 @@ use crate::search::{Clause, bm25};
 pub use crate::store::Stamp;
 
 /// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-6;tokenizer-4";
+pub const FORMAT: &str = "memdir-index-7;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
@@ -160,6 +163,9 @@ impl Index {
                 "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
                 [],
             )?;
+            // Vectors outlive the lexical tables: a new format re-tokenizes, it does not
+            // re-embed.
+            self.conn.execute(vectors::TABLE, [])?;
             let format: Option<String> = self
                 .conn
                 .query_row("SELECT value FROM meta WHERE key = 'format'", [], |r| {
@@ -179,11 +185,13 @@ impl Index {
                         size INTEGER NOT NULL,
                         mtime_ns INTEGER NOT NULL,
                         ino INTEGER NOT NULL,
+                        sha256 TEXT NOT NULL,
                         description TEXT,
                         kind TEXT,
                         tags TEXT,
                         expires INTEGER,
                         importance INTEGER);
+                     CREATE INDEX docs_sha256 ON docs(sha256);
                      CREATE INDEX docs_expires ON docs(expires) WHERE expires IS NOT NULL;
                      CREATE INDEX docs_importance ON docs(importance)
                         WHERE importance IS NOT NULL AND importance <> 3;
@@ -524,8 +532,8 @@ impl Writer<'_> {
         self.conn
             .prepare_cached(
                 "INSERT INTO docs(path, size, mtime_ns, ino, description, kind, tags, expires,
-                    importance)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                    importance, sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?
             .execute(params![
                 doc.rel,
@@ -537,6 +545,7 @@ impl Writer<'_> {
                 tags,
                 fm.and_then(Frontmatter::expires),
                 fm.and_then(|f| f.importance),
+                crate::text::sha256_hex(doc.text.as_bytes()),
             ])?;
         let id = self.conn.last_insert_rowid();
         self.conn

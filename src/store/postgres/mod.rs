@@ -21,6 +21,7 @@
 mod conn;
 mod schema;
 mod tls;
+mod vectors;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

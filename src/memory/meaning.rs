@@ -1,0 +1,308 @@
+//! Search by meaning, as the memory layer runs it: the embedding model (loaded once at
+//! start-up, shared), each store's vectors held in memory, the query's similarity to
+//! every memory in a search's scope, and the backfill.
+//!
+//! The backfill is never on a write's path: one background thread owns the embedding
+//! work. It is woken at start-up, after each mutation (once its reply is on its way: the
+//! wake-up is a channel send) and by any search that finds memories without a vector
+//! (which covers outside edits, found by the index's freshness). It asks each store's
+//! index which contents lack a vector, takes those a database store already shares
+//! (`memdir_vectors`: one machine's work serves every machine), embeds the rest from the
+//! files in small batches, and hands the vectors to the index (and to the database).
+//! A memory longer than the model reads (512 tokens) is embedded from its beginning.
+
+use std::collections::HashSet;
+use std::sync::mpsc::{self, Sender};
+use std::sync::{Arc, Mutex};
+
+use super::{Level, Memdir, Progress};
+use crate::embed::Model;
+use crate::error::Result;
+use crate::path::MemPath;
+use crate::search::filter::Filter;
+use crate::search::index::IndexResult;
+use crate::search::meaning::{Dense, VectorCache, cosine};
+
+/// Memories embedded per batch: the index is written (and a search may run) between two.
+const BATCH: usize = 8;
+
+/// Search by meaning in one process.
+pub(crate) struct Meaning {
+    model: Arc<Model>,
+    /// Each store's vectors in memory.
+    caches: Vec<Mutex<VectorCache>>,
+    /// Wakes the backfill thread, once it runs.
+    wake: Mutex<Option<Sender<()>>>,
+}
+
+impl std::fmt::Debug for Meaning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Meaning")
+            .field("model", &self.model.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a backfill did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Backfilled {
+    /// Contents embedded here.
+    pub embedded: usize,
+    /// Contents whose vector came from the database, computed by another machine.
+    pub shared: usize,
+    /// Contents that could not be embedded now (changed or gone while read).
+    pub skipped: usize,
+}
+
+impl Memdir {
+    /// Turns search by meaning on, with this model.
+    pub fn with_meaning(mut self, model: Arc<Model>) -> Memdir {
+        self.meaning = Some(Meaning {
+            model,
+            caches: self.stores().iter().map(|_| Mutex::default()).collect(),
+            wake: Mutex::new(None),
+        });
+        self
+    }
+
+    /// Whether search by meaning is on.
+    pub fn meaning_on(&self) -> bool {
+        self.meaning.is_some()
+    }
+
+    /// The query's vector, with meaning on.
+    pub(crate) fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
+        self.meaning.as_ref().map(|m| m.model.embed_query(query))
+    }
+
+    /// Store `store`'s memories the filter admits, by similarity to `query`; `None`
+    /// without meaning or without a usable index. Wakes the backfill if some lack a
+    /// vector.
+    pub(crate) fn dense(
+        &self,
+        store: usize,
+        filter: &Filter,
+        query: &[f32],
+        progress: Progress,
+    ) -> Result<Option<Dense>> {
+        let Some(m) = &self.meaning else {
+            return Ok(None);
+        };
+        let model = m.model.id();
+        let found = self.with_index(store, progress, |index| -> IndexResult<Dense> {
+            let docs = index.scope(filter)?;
+            let mut cache = m.caches[store].lock().unwrap_or_else(|e| e.into_inner());
+            let mut scored = Vec::with_capacity(docs.len());
+            let mut pending = 0;
+            for d in docs {
+                let v = match cache.get(&d.sha256) {
+                    Some(v) => v.clone(),
+                    None => match index.vector(model, &d.sha256)? {
+                        Some(v) => {
+                            let sim = cosine(query, &v);
+                            cache.insert(d.sha256, v);
+                            scored.push((d.rel, d.stamp, sim));
+                            continue;
+                        }
+                        None => {
+                            pending += 1;
+                            continue;
+                        }
+                    },
+                };
+                scored.push((d.rel, d.stamp, cosine(query, &v)));
+            }
+            Ok(Dense::new(scored, pending))
+        })?;
+        match found {
+            None => Ok(None),
+            Some(Ok(dense)) => {
+                if dense.pending() > 0 {
+                    self.wake_backfill();
+                }
+                Ok(Some(dense))
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "reading vectors from the index failed");
+                Ok(None)
+            }
+        }
+    }
+
+    /// Starts the backfill thread (with meaning on) and wakes it once.
+    pub fn start_backfill(self: &Arc<Self>) {
+        let Some(m) = &self.meaning else { return };
+        let (tx, rx) = mpsc::channel::<()>();
+        let _ = tx.send(());
+        *m.wake.lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+        let memdir = Arc::downgrade(self);
+        let spawned = std::thread::Builder::new()
+            .name("memdir-embed".into())
+            .spawn(move || {
+                lower_priority();
+                // Ends when the context (and with it the sender) is gone.
+                while rx.recv().is_ok() {
+                    // Wake-ups that came meanwhile are served by this pass.
+                    while rx.try_recv().is_ok() {}
+                    let Some(md) = memdir.upgrade() else { return };
+                    if let Err(e) = md.backfill(&|_, _| {}) {
+                        md.notices().send(
+                            Level::Warning,
+                            format!("computing vectors for search by meaning failed: {e}"),
+                        );
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            self.notices().send(
+                Level::Error,
+                format!("cannot start the thread that computes vectors: {e}"),
+            );
+        }
+    }
+
+    /// Wakes the backfill thread, if it runs (a channel send: never waits).
+    pub(crate) fn wake_backfill(&self) {
+        if let Some(m) = &self.meaning
+            && let Some(tx) = &*m.wake.lock().unwrap_or_else(|e| e.into_inner())
+        {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Computes the vectors every store's memories lack, reporting `(done, to do)`;
+    /// what it did. Nothing without meaning.
+    pub fn backfill(&self, progress: Progress) -> Result<Backfilled> {
+        let mut total = Backfilled::default();
+        if self.meaning.is_none() {
+            return Ok(total);
+        }
+        for i in 0..self.stores().len() {
+            let did = self.backfill_store(i, progress)?;
+            total.embedded += did.embedded;
+            total.shared += did.shared;
+            total.skipped += did.skipped;
+        }
+        Ok(total)
+    }
+
+    fn backfill_store(&self, i: usize, progress: Progress) -> Result<Backfilled> {
+        let Some(m) = &self.meaning else {
+            return Ok(Backfilled::default());
+        };
+        let model = m.model.id();
+        let store = &self.stores()[i];
+        let mut did = Backfilled::default();
+        // Contents that cannot be embedded in this pass (changed or gone while read).
+        let mut skip: HashSet<String> = HashSet::new();
+        loop {
+            let lacking = self.with_index(i, &|_, _| {}, |index| index.lacking(model, 1 << 20))?;
+            let rows: Vec<(String, String)> = match lacking {
+                None => return Ok(did),
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "asking the index for missing vectors failed");
+                    return Ok(did);
+                }
+                Some(Ok((_, rows))) => rows
+                    .into_iter()
+                    .filter(|(_, sha)| !skip.contains(sha))
+                    .collect(),
+            };
+            if rows.is_empty() {
+                return Ok(did);
+            }
+            let mut rows = rows;
+            if store.is_database() {
+                let shas: Vec<&str> = rows.iter().map(|r| r.1.as_str()).collect();
+                let shared = store.shared_vectors(model, &shas).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "reading shared vectors failed");
+                    Vec::new()
+                });
+                if !shared.is_empty() {
+                    let have: HashSet<String> = shared.iter().map(|s| s.0.clone()).collect();
+                    self.store_vectors(i, shared, false);
+                    did.shared += have.len();
+                    rows.retain(|r| !have.contains(&r.1));
+                }
+            }
+            let todo = rows.len();
+            if todo > 0 {
+                self.notices().send(
+                    Level::Info,
+                    format!(
+                        "store /{}: embedding 0/{todo} memories for search by meaning",
+                        store.name
+                    ),
+                );
+            }
+            let mut done = 0;
+            let mut told = 0;
+            for batch in rows.chunks(BATCH) {
+                let paths: Vec<MemPath> = batch
+                    .iter()
+                    .map(|(rel, _)| MemPath::root(i, &store.name).with_rel(rel))
+                    .collect();
+                let mut texts = Vec::new();
+                for ((_, sha), read) in batch.iter().zip(self.current_many(&paths)) {
+                    match read {
+                        Ok(Some(c)) if &c.sha256 == sha => texts.push((sha.clone(), c.text)),
+                        _ => {
+                            skip.insert(sha.clone());
+                            did.skipped += 1;
+                        }
+                    }
+                }
+                let refs: Vec<&str> = texts.iter().map(|t| t.1.as_str()).collect();
+                let vectors = m.model.embed_passages(&refs);
+                let vectors: Vec<(String, Vec<f32>)> =
+                    texts.into_iter().map(|t| t.0).zip(vectors).collect();
+                did.embedded += vectors.len();
+                self.store_vectors(i, vectors, store.is_database());
+                done += batch.len();
+                progress(done as u64, todo as u64);
+                // Every tenth of the work (and the end) is told.
+                if done * 10 / todo > told || done == todo {
+                    told = done * 10 / todo;
+                    self.notices().send(
+                        Level::Info,
+                        format!(
+                            "store /{}: embedding {done}/{todo} memories for search by meaning",
+                            store.name
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Hands vectors to store `i`'s index and cache (and to its database, if `share`).
+    fn store_vectors(&self, i: usize, vectors: Vec<(String, Vec<f32>)>, share: bool) {
+        let Some(m) = &self.meaning else { return };
+        let model = m.model.id();
+        if share && let Err(e) = self.stores()[i].share_vectors(model, &vectors) {
+            tracing::warn!(error = %e, "sharing vectors through the database failed");
+        }
+        let written = self.with_index(i, &|_, _| {}, |index| {
+            index.write(|w| w.put_vectors(model, &vectors))
+        });
+        match written {
+            Ok(Some(Err(e))) => tracing::warn!(error = %e, "storing vectors in the index failed"),
+            Err(e) => tracing::warn!(error = %e, "storing vectors in the index failed"),
+            _ => {}
+        }
+        let mut cache = m.caches[i].lock().unwrap_or_else(|e| e.into_inner());
+        for (sha, v) in vectors {
+            cache.insert(sha, v);
+        }
+    }
+}
+
+/// Gives the calling thread (the backfill) the lowest CPU priority, so that embedding,
+/// which keeps a core busy for minutes, yields to tool calls. On Linux a thread has a nice
+/// value of its own; elsewhere the thread keeps its priority.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(e) = rustix::process::setpriority_process(None, 19) {
+        tracing::debug!(error = %e, "could not lower the backfill thread's priority");
+    }
+}

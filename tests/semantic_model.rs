@@ -1,0 +1,402 @@
+//! Search by meaning with the real embedding model, through the real binary: hybrid on
+//! and off, a paraphrase and another language found only by meaning, vectors pending
+//! and then computed in the background while writes are acknowledged at once, filters
+//! applied to meaning hits, `memdir reindex`, and PostgreSQL stores sharing vectors.
+//!
+//! The model is a part from outside the Rust toolchain (71 MB of weights that `memdir
+//! model install` fetches), so these run under the `external-tests` feature
+//! (docs/decisions/outside-parts.md). They find it at `MEMDIR_TEST_MODEL`, else where
+//! `memdir model install` puts it, and fail (never skip) when it is not there.
+
+mod common;
+#[path = "common/pg.rs"]
+mod pg;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::Server;
+use serde_json::{Value, json};
+
+/// How long the backfill may take for the few memories of a test.
+const BACKFILL_LIMIT: Duration = Duration::from_secs(180);
+
+/// The model's weights: `MEMDIR_TEST_MODEL`, else the installed model.
+fn model() -> String {
+    let path = std::env::var_os("MEMDIR_TEST_MODEL")
+        .map(PathBuf::from)
+        .or_else(memdir::embed::default_model_path)
+        .expect("no data folder to find the model in: set MEMDIR_TEST_MODEL");
+    assert!(
+        path.is_file(),
+        "the embedding model is not at {}: run `memdir model install` (or set MEMDIR_TEST_MODEL to its file)",
+        path.display()
+    );
+    path.to_str().unwrap().to_owned()
+}
+
+/// A store folder and an index folder of its own.
+struct Place {
+    tmp: tempfile::TempDir,
+}
+
+impl Place {
+    fn new() -> Place {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("store")).unwrap();
+        Place { tmp }
+    }
+
+    fn store(&self) -> String {
+        self.tmp.path().join("store").to_str().unwrap().to_owned()
+    }
+
+    fn index(&self) -> String {
+        self.tmp.path().join("index").to_str().unwrap().to_owned()
+    }
+
+    fn put(&self, rel: &str, text: &str) {
+        let path = self.tmp.path().join("store").join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// The server on this store, with meaning on or off.
+    async fn serve(&self, semantic: bool) -> Server {
+        let (store, index, model) = (self.store(), self.index(), model());
+        let mut args = vec!["--root", &store, "--index-dir", &index];
+        if semantic {
+            args.extend(["--semantic", "--model", &model]);
+        }
+        Server::start(&args, &[]).await
+    }
+}
+
+/// `memory_search`'s structured result.
+async fn search(server: &Server, args: Value) -> Value {
+    server.ok("memory_search", args).await
+}
+
+/// Searches until no vector is pending in the query's scope (the backfill has caught up),
+/// at most [`BACKFILL_LIMIT`]; the last result.
+async fn settled(server: &Server, args: Value) -> Value {
+    let deadline = Instant::now() + BACKFILL_LIMIT;
+    loop {
+        let out = search(server, args.clone()).await;
+        let pending = out["pending_vectors"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("meaning is on: the result says what is pending: {out}"));
+        if pending == 0 {
+            return out;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{pending} vectors still pending after {BACKFILL_LIMIT:?}"
+        );
+        tokio::task::yield_now().await;
+    }
+}
+
+/// The paths of a result's hits, in order.
+fn paths(out: &Value) -> Vec<&str> {
+    out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect()
+}
+
+/// The hit at `path`, if any.
+fn hit<'a>(out: &'a Value, path: &str) -> Option<&'a Value> {
+    out["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["path"] == path)
+}
+
+fn matched(h: &Value) -> Vec<&str> {
+    h["matched"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect()
+}
+
+const MOCKS: &str = "---\nname: testing rule\ntype: feedback\n---\nDon't mock the database in integration tests: use a real PostgreSQL server.\n";
+const PIPELINE: &str = "---\nname: ci\ntype: project\n---\nThe deployment pipeline runs on GitHub Actions; releases are tagged v* and published by the workflow.\n";
+const SHORT: &str =
+    "---\nname: answers\ntype: user\n---\nThe user prefers short answers without long preambles.\n";
+const GARDEN: &str = "---\nname: garden\ntype: project\n---\nTomatoes in the greenhouse need watering every second morning.\n";
+
+fn fill(place: &Place) {
+    place.put("feedback/mocks.md", MOCKS);
+    place.put("projects/pipeline.md", PIPELINE);
+    place.put("user/short.md", SHORT);
+    place.put("projects/garden.md", GARDEN);
+}
+
+#[tokio::test]
+async fn a_paraphrase_is_found_by_meaning_only_with_meaning_on() {
+    let place = Place::new();
+    fill(&place);
+    // No word of the query is in the memory about the pipeline.
+    let query = json!({"query": "continuous integration build automation"});
+
+    let words = place.serve(false).await;
+    let out = search(&words, query.clone()).await;
+    assert_eq!(out["total_hits"], 0, "{out}");
+    assert!(out.get("pending_vectors").is_none(), "{out}");
+    words.stop().await;
+
+    let meaning = place.serve(true).await;
+    let out = settled(&meaning, query).await;
+    assert_eq!(paths(&out)[0], "/memories/projects/pipeline.md", "{out}");
+    let h = hit(&out, "/memories/projects/pipeline.md").unwrap();
+    assert_eq!(matched(h), ["meaning"], "{out}");
+    assert!(
+        h["snippet"].as_str().unwrap().contains("GitHub Actions"),
+        "{out}"
+    );
+
+    // Found both ways: both are said.
+    let out = search(&meaning, json!({"query": "mocking the database"})).await;
+    let h = hit(&out, "/memories/feedback/mocks.md").expect("found");
+    assert_eq!(paths(&out)[0], "/memories/feedback/mocks.md", "{out}");
+    let how = matched(h);
+    assert!(how.contains(&"meaning") && how.len() >= 2, "{out}");
+    meaning.stop().await;
+}
+
+#[tokio::test]
+async fn a_russian_question_finds_an_english_memory() {
+    let place = Place::new();
+    fill(&place);
+    let server = place.serve(true).await;
+    let out = settled(
+        &server,
+        json!({"query": "как часто поливать помидоры в теплице"}),
+    )
+    .await;
+    assert_eq!(paths(&out)[0], "/memories/projects/garden.md", "{out}");
+    assert_eq!(matched(&out["hits"][0]), ["meaning"], "{out}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn filters_apply_to_meaning_hits() {
+    let place = Place::new();
+    fill(&place);
+    let server = place.serve(true).await;
+    let query = "continuous integration build automation";
+    settled(&server, json!({"query": query})).await;
+    let cases = [
+        (json!({"query": query, "type": "user"}), "type"),
+        (json!({"query": query, "path": "/memories/user/"}), "path"),
+        (
+            json!({"query": query, "min_importance": 4}),
+            "min_importance",
+        ),
+        (
+            json!({"query": query, "updated_after": "2999-01-01"}),
+            "updated_after",
+        ),
+    ];
+    for (args, what) in cases {
+        let out = search(&server, args.clone()).await;
+        assert!(
+            hit(&out, "/memories/projects/pipeline.md").is_none(),
+            "{what}: {args} returned a memory its filter leaves out: {out}"
+        );
+        for p in paths(&out) {
+            if what == "type" || what == "path" {
+                assert!(p.starts_with("/memories/user/"), "{what}: {out}");
+            }
+        }
+    }
+    // An expired memory is found by meaning only with include_expired.
+    std::fs::write(
+        Path::new(&place.store()).join("projects/pipeline.md"),
+        PIPELINE.replace("type: project", "type: project\nexpires: 2020-01-01"),
+    )
+    .unwrap();
+    let out = settled(&server, json!({"query": query})).await;
+    assert!(
+        hit(&out, "/memories/projects/pipeline.md").is_none(),
+        "{out}"
+    );
+    let out = search(&server, json!({"query": query, "include_expired": true})).await;
+    assert_eq!(paths(&out)[0], "/memories/projects/pipeline.md", "{out}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() {
+    let place = Place::new();
+    fill(&place);
+    // Enough memories that embedding them takes seconds.
+    for i in 0..60 {
+        place.put(
+            &format!("notes/n{i:02}.md"),
+            &format!("Note {i}: the weekly sync moved to room {i} on the third floor, bring the slides about quarter {i}.\n"),
+        );
+    }
+    let server = place.serve(true).await;
+    let out = search(&server, json!({"query": "weekly sync"})).await;
+    let pending = out["pending_vectors"].as_u64().unwrap();
+    assert!(pending > 0, "60 memories cannot be embedded already: {out}");
+    assert!(out["memories_in_scope"].as_u64().unwrap() >= 64, "{out}");
+    let text = server
+        .call("memory_search", json!({"query": "weekly sync"}))
+        .await
+        .text;
+    assert!(text.contains("Meaning covers"), "{text}");
+
+    // While the backfill is busy, writes are acknowledged at once and found by words.
+    let mut slowest = Duration::ZERO;
+    for i in 0..10 {
+        let started = Instant::now();
+        server
+            .ok(
+                "memory_write",
+                json!({"path": format!("/memories/fresh/f{i}.md"), "content": format!("zebracorn fact {i}\n")}),
+            )
+            .await;
+        slowest = slowest.max(started.elapsed());
+    }
+    let out = search(&server, json!({"query": "zebracorn"})).await;
+    assert_eq!(out["total_hits"], 10, "read-your-writes, by words: {out}");
+    assert!(
+        slowest < Duration::from_secs(1),
+        "a write waited {slowest:?} while vectors were being computed"
+    );
+    let out = settled(&server, json!({"query": "weekly sync"})).await;
+    assert_eq!(out["memories_in_scope"], 74, "{out}");
+    let text = server
+        .call("memory_search", json!({"query": "weekly sync"}))
+        .await
+        .text;
+    assert!(!text.contains("Meaning covers"), "{text}");
+    // The memories written meanwhile have their vectors too.
+    let out = search(
+        &server,
+        json!({"query": "zebracorn", "path": "/memories/fresh/"}),
+    )
+    .await;
+    assert_eq!(out["pending_vectors"], 0, "{out}");
+    server.stop().await;
+}
+
+/// Runs `memdir ARGS`; (success, stdout, stderr).
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(common::BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .env("RUST_LOG", "memdir=info")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn reindex_computes_every_vector_once() {
+    let place = Place::new();
+    fill(&place);
+    // Same content twice: one vector.
+    place.put("copy.md", SHORT);
+    let (store, index, model) = (place.store(), place.index(), model());
+    let args = [
+        "reindex",
+        "--root",
+        &store,
+        "--index-dir",
+        &index,
+        "--semantic",
+        "--model",
+        &model,
+        "--json",
+    ];
+    let (ok, out, err) = run(&args);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["stores"][0]["memories"], 5, "{summary}");
+    assert_eq!(summary["vectors"]["embedded"], 4, "{summary}");
+    assert!(
+        err.contains("embedding memories"),
+        "progress on stderr: {err}"
+    );
+    let (ok, out, err) = run(&args);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        summary["vectors"]["embedded"], 0,
+        "nothing left to do: {summary}"
+    );
+    // A server on that index has nothing pending from its first search.
+    let server = place.serve(true).await;
+    let out = search(&server, json!({"query": "build automation"})).await;
+    assert_eq!(out["pending_vectors"], 0, "{out}");
+    assert_eq!(paths(&out)[0], "/memories/projects/pipeline.md", "{out}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn postgresql_stores_share_vectors_between_machines() {
+    let pg = pg::PgServer::start();
+    let db = pg::unique_db("vectors");
+    pg.create_db(&db);
+    let url = pg.url(&db);
+    let store = format!("memories={url}");
+    let model = model();
+    let first = tempfile::tempdir().unwrap();
+    let first_index = first.path().to_str().unwrap();
+    // One machine fills the store and computes its vectors.
+    let server = Server::start(
+        &[
+            "--store",
+            &store,
+            "--index-dir",
+            first_index,
+            "--semantic",
+            "--model",
+            &model,
+        ],
+        &[],
+    )
+    .await;
+    for (path, text) in [
+        ("/memories/feedback/mocks.md", MOCKS),
+        ("/memories/projects/pipeline.md", PIPELINE),
+        ("/memories/user/short.md", SHORT),
+    ] {
+        server
+            .ok("memory_write", json!({"path": path, "content": text}))
+            .await;
+    }
+    settled(&server, json!({"query": "build automation"})).await;
+    server.stop().await;
+    // Another machine, with an empty local index, embeds nothing: the database has them.
+    let second = tempfile::tempdir().unwrap();
+    let (ok, out, err) = run(&[
+        "reindex",
+        "--store",
+        &store,
+        "--index-dir",
+        second.path().to_str().unwrap(),
+        "--semantic",
+        "--model",
+        &model,
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["vectors"]["from_database"], 3, "{summary}");
+    assert_eq!(summary["vectors"]["embedded"], 0, "{summary}");
+}
