@@ -4,16 +4,28 @@
 //! ```text
 //! cargo build --release && cargo run --release --example recall_bench -- \
 //!     [--locomo PATH] [--multilingual PATH] [--baseline-bin PATH] [--bin PATH]
-//!     [--server-arg ARG]... [--work-dir DIR] [--show-misses]
+//!     [--model FILE] [--vector-timeout SECS] [--scale N,N] [--scale-queries N]
+//!     [--scale-hybrid] [--server-arg ARG]... [--work-dir DIR] [--show-misses]
 //! ```
 //!
 //! Each engine (a column: `lexical-before` from `--baseline-bin` when given, then
-//! `lexical-now`, the binary of this checkout) is the real `memdir` binary, spawned with
-//! its own temp stores and index and driven over stdio by the rmcp client, as an agent's
-//! host does. The memories are written with `memory_write`; every question is one
-//! `memory_search` scoped to its store with `limit` 50, and only the order of the hits'
-//! paths is used. `--server-arg` is given to every engine. The columns are printed side by
-//! side, with each engine's search round-trip p50/p95.
+//! `lexical-now`, the binary of this checkout, then `hybrid` with `--model`: the same
+//! binary started with `--semantic --model FILE`) is the real `memdir` binary, spawned
+//! with its own temp stores and index and driven over stdio by the rmcp client, as an
+//! agent's host does. The memories are written with `memory_write`; a `--semantic` engine
+//! is then polled (`memory_search`'s `pending_vectors`, up to `--vector-timeout`) until it
+//! has computed every memory's vector in the background, and only then measured. Every
+//! question is one `memory_search` scoped to its store with `limit` 50, and only the
+//! order of the hits' paths is used. `--server-arg` is given to every engine. The columns
+//! are printed side by side, with each engine's search round-trip p50/p95.
+//!
+//! **Search latency at scale** (`--scale`, default 10,000 and 100,000 memories; `0` for
+//! none): `search_bench`'s generated corpus (`examples/common/corpus.rs`) is written to a
+//! store once per size, every engine opens it, and each of `search_bench`'s query kinds is
+//! searched `--scale-queries` times over MCP (`limit` 10, after 3 warm-up searches): p50 /
+//! p95 per kind and engine. The `hybrid` column is left out there unless `--scale-hybrid`
+//! is given, as it first computes a vector for each generated memory (~4 KB each: hours
+//! for 100,000 on a small machine).
 //!
 //! **LoCoMo** (Maharana et al., ACL 2024; `data/locomo10.json` of snap-research/LoCoMo,
 //! CC BY-NC 4.0, so it is not in this repository: pass its path, or a file holding some of
@@ -67,6 +79,10 @@ use host::memdir_bin;
 mod stats;
 use stats::Stats;
 
+#[allow(dead_code)]
+#[path = "common/corpus.rs"]
+mod corpus;
+
 type Client = RunningService<RoleClient, ()>;
 
 /// Hits asked of every search: the largest k reported.
@@ -78,6 +94,18 @@ const KINDS: [&str; 4] = ["exact", "word-form", "paraphrase", "cross-language"];
 const LANGS: [&str; 5] = ["en", "ru", "zh", "ja", "ko"];
 /// The store of the multilingual set.
 const ML_STORE: &str = "ml";
+/// The store of the generated corpus at scale (the query kinds' paths name it).
+const SCALE_STORE: &str = "memories";
+/// Hits asked of each search at scale, as `search_bench` asks.
+const SCALE_LIMIT: usize = 10;
+/// Untimed searches per query kind at scale, before the timed ones.
+const SCALE_WARMUP: usize = 3;
+/// The generated corpus' seed (`search_bench`'s default).
+const SCALE_SEED: u64 = 42;
+/// Between two looks at how many vectors a `--semantic` engine still lacks.
+const VECTOR_POLL: Duration = Duration::from_secs(1);
+/// Between two progress lines while waiting for vectors.
+const VECTOR_REPORT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Parser)]
 #[command(about = "memdir recall benchmark: LoCoMo and a multilingual set, engines side by side")]
@@ -106,6 +134,25 @@ struct Args {
     /// Also list the multilingual queries the last engine misses at k = 5.
     #[arg(long)]
     show_misses: bool,
+    /// The embedding model's weights: adds the column `hybrid`, this checkout's binary
+    /// started with `--semantic --model FILE` (search by words and meaning).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// How long a `--semantic` engine may take to compute its memories' vectors before
+    /// the bench gives up, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    vector_timeout: u64,
+    /// Generated-corpus sizes for the search latency at scale, comma-separated (`0`:
+    /// none).
+    #[arg(long, value_delimiter = ',', default_values_t = [10_000usize, 100_000])]
+    scale: Vec<usize>,
+    /// Timed searches per query kind, engine and size at scale.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    scale_queries: usize,
+    /// Also measure the `hybrid` column at scale (it first computes a vector for every
+    /// generated memory).
+    #[arg(long)]
+    scale_hybrid: bool,
 }
 
 /// One column: a binary and how it is started.
@@ -113,6 +160,8 @@ struct Engine {
     label: String,
     bin: PathBuf,
     args: Vec<String>,
+    /// Started with `--semantic`: it computes vectors in the background, to be waited for.
+    semantic: bool,
 }
 
 #[tokio::main]
@@ -124,16 +173,38 @@ async fn main() -> anyhow::Result<()> {
             label: "lexical-before".into(),
             bin: bin.clone(),
             args: args.server_args.clone(),
+            semantic: false,
         });
     }
+    let now = match &args.bin {
+        Some(b) => b.clone(),
+        None => memdir_bin()?,
+    };
     engines.push(Engine {
         label: "lexical-now".into(),
-        bin: match &args.bin {
-            Some(b) => b.clone(),
-            None => memdir_bin()?,
-        },
+        bin: now.clone(),
         args: args.server_args.clone(),
+        semantic: false,
     });
+    if let Some(model) = &args.model {
+        if !model.is_file() {
+            bail!("--model {}: no such file", model.display());
+        }
+        let mut server_args = args.server_args.clone();
+        server_args.extend([
+            "--semantic".to_owned(),
+            "--model".to_owned(),
+            model.display().to_string(),
+        ]);
+        engines.push(Engine {
+            label: "hybrid".into(),
+            bin: now,
+            args: server_args,
+            semantic: true,
+        });
+    }
+    let vector_timeout = Duration::from_secs(args.vector_timeout);
+    let sizes: Vec<usize> = args.scale.iter().copied().filter(|&n| n > 0).collect();
     for e in &engines {
         if !e.bin.is_file() {
             bail!("{} ({}): no such file", e.bin.display(), e.label);
@@ -186,13 +257,25 @@ async fn main() -> anyhow::Result<()> {
     let mut failed = None;
     for e in &engines {
         let dir = work.join(&e.label);
-        let run = run_engine(e, &dir, locomo.as_ref(), &ml).await;
+        let run = run_engine(e, &dir, locomo.as_ref(), &ml, vector_timeout).await;
         let _ = std::fs::remove_dir_all(&dir);
         match run {
             Ok(run) => runs.push(run),
             Err(err) => {
                 failed = Some(err.context(format!("engine {}", e.label)));
                 break;
+            }
+        }
+    }
+    let mut scale = Vec::new();
+    if failed.is_none() {
+        for &n in &sizes {
+            match run_scale(&engines, n, &work, &args).await {
+                Ok(s) => scale.push(s),
+                Err(err) => {
+                    failed = Some(err.context(format!("search at {n} memories")));
+                    break;
+                }
             }
         }
     }
@@ -237,6 +320,9 @@ async fn main() -> anyhow::Result<()> {
     }
     print_multilingual(&ml, &runs, &labels, args.show_misses);
     print_latency(&runs, &labels, locomo.is_some());
+    for s in &scale {
+        print_scale(s, &labels, args.scale_queries);
+    }
     println!("\ntotal time {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -578,11 +664,95 @@ struct EngineRun {
     ml: Ranked,
 }
 
+/// Starts `engine` over `stores` (name, folder) with its index in `index`, and makes the
+/// MCP handshake.
+async fn spawn(
+    engine: &Engine,
+    stores: &[(String, PathBuf)],
+    index: &Path,
+) -> anyhow::Result<Client> {
+    let mut cmd_args: Vec<String> = Vec::new();
+    for (name, folder) in stores {
+        cmd_args.push("--store".into());
+        cmd_args.push(format!("{name}={}", folder.display()));
+    }
+    if !engine.args.iter().any(|a| a == "--no-index") {
+        cmd_args.push("--index-dir".into());
+        cmd_args.push(index.display().to_string());
+    }
+    cmd_args.extend(engine.args.iter().cloned());
+    let cmd = Command::new(&engine.bin).configure(|c| {
+        c.args(&cmd_args);
+        c.env_remove("RUST_LOG");
+        c.env_remove("MEMDIR_SEMANTIC");
+        c.env_remove("MEMDIR_MODEL");
+    });
+    let (transport, _) = TokioChildProcess::builder(cmd)
+        .stderr(Stdio::null())
+        .spawn()
+        .with_context(|| format!("spawning {}", engine.bin.display()))?;
+    ().serve(transport).await.context("MCP handshake")
+}
+
+/// Polls `stores` until none has a memory without a vector (a `--semantic` engine
+/// computes them in the background) or `timeout` passes; says how long it took.
+async fn wait_for_vectors(
+    client: &Client,
+    label: &str,
+    stores: &[String],
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    let mut reported = t0;
+    loop {
+        let (mut pending, mut total) = (0, 0);
+        for s in stores {
+            let out = call(
+                client,
+                "memory_search",
+                json!({"query": "warm", "path": format!("/{s}/"), "limit": 1}),
+            )
+            .await?;
+            let Some(p) = out["pending_vectors"].as_u64() else {
+                bail!(
+                    "memory_search in /{s}/ gives no `pending_vectors`: this memdir does not search by meaning"
+                );
+            };
+            pending += p;
+            total += out["memories_in_scope"].as_u64().unwrap_or(0);
+        }
+        let waited = t0.elapsed();
+        if pending == 0 {
+            println!(
+                "[{label}] every vector computed ({total} memories): waited {:.1} s",
+                waited.as_secs_f64()
+            );
+            return Ok(());
+        }
+        if waited > timeout {
+            bail!(
+                "{pending} of {total} memories still have no vector after {} s: raise --vector-timeout",
+                timeout.as_secs()
+            );
+        }
+        if reported.elapsed() >= VECTOR_REPORT {
+            println!(
+                "[{label}] waiting for vectors: {} of {total} computed after {:.0} s",
+                total - pending,
+                waited.as_secs_f64()
+            );
+            reported = Instant::now();
+        }
+        tokio::time::sleep(VECTOR_POLL).await;
+    }
+}
+
 async fn run_engine(
     engine: &Engine,
     dir: &Path,
     locomo: Option<&Locomo>,
     ml: &Multilingual,
+    vector_timeout: Duration,
 ) -> anyhow::Result<EngineRun> {
     let mut stores = vec![ML_STORE.to_owned()];
     if let Some(l) = locomo {
@@ -591,27 +761,13 @@ async fn run_engine(
             stores.push(format!("s-{}", c.store));
         }
     }
-    let mut cmd_args: Vec<String> = Vec::new();
+    let mut folders = Vec::new();
     for s in &stores {
         let d = dir.join("stores").join(s);
         std::fs::create_dir_all(&d)?;
-        cmd_args.push("--store".into());
-        cmd_args.push(format!("{s}={}", d.display()));
+        folders.push((s.clone(), d));
     }
-    if !engine.args.iter().any(|a| a == "--no-index") {
-        cmd_args.push("--index-dir".into());
-        cmd_args.push(dir.join("index").display().to_string());
-    }
-    cmd_args.extend(engine.args.iter().cloned());
-    let cmd = Command::new(&engine.bin).configure(|c| {
-        c.args(&cmd_args);
-        c.env_remove("RUST_LOG");
-    });
-    let (transport, _) = TokioChildProcess::builder(cmd)
-        .stderr(Stdio::null())
-        .spawn()
-        .with_context(|| format!("spawning {}", engine.bin.display()))?;
-    let client: Client = ().serve(transport).await.context("MCP handshake")?;
+    let client = spawn(engine, &folders, &dir.join("index")).await?;
 
     let ml_units = ml.units();
     let (turn_units, session_units) = match locomo {
@@ -651,6 +807,10 @@ async fn run_engine(
         stores.len(),
         t0.elapsed().as_secs_f64()
     );
+    if engine.semantic {
+        wait_for_vectors(&client, &engine.label, &stores, vector_timeout).await?;
+    }
+    let t0 = Instant::now();
 
     let mut run = EngineRun::default();
     let keys_of = |units: &[Memory]| -> HashMap<String, String> {
@@ -728,6 +888,96 @@ async fn search(
     Ok(())
 }
 
+// ---- search latency at scale ------------------------------------------------------------
+
+/// One size of the generated corpus: per engine (in column order; `None` when left
+/// out), its first search's time and each query kind's round trips.
+struct ScaleRun {
+    memories: usize,
+    engines: Vec<Option<ScaleEngine>>,
+}
+
+struct ScaleEngine {
+    /// The first search: the index built over the corpus (and, for a `--semantic` engine,
+    /// the wait for its vectors after it).
+    catch_up: Duration,
+    /// Per query kind of `corpus::QUERIES`: the timed round trips and the hits counted.
+    kinds: Vec<(Vec<Duration>, u64)>,
+}
+
+/// Writes `search_bench`'s corpus of `n` memories to a store and measures every engine
+/// (a `--semantic` one only with `--scale-hybrid`) on it.
+async fn run_scale(
+    engines: &[Engine],
+    n: usize,
+    work: &Path,
+    args: &Args,
+) -> anyhow::Result<ScaleRun> {
+    let dir = work.join(format!("scale-{n}"));
+    let store = dir.join("store");
+    std::fs::create_dir_all(&store)?;
+    let t0 = Instant::now();
+    let vocab = corpus::Vocab::new();
+    let generated = corpus::generate(&store, n, SCALE_SEED, &vocab)?;
+    println!(
+        "\n[scale] generated {n} memories ({:.0} MB) in {:.1} s",
+        generated.bytes as f64 / 1e6,
+        t0.elapsed().as_secs_f64()
+    );
+    let mut run = ScaleRun {
+        memories: n,
+        engines: Vec::new(),
+    };
+    for (i, e) in engines.iter().enumerate() {
+        if e.semantic && !args.scale_hybrid {
+            run.engines.push(None);
+            continue;
+        }
+        let index = dir.join(format!("index-{i}"));
+        let client = spawn(e, &[(SCALE_STORE.to_owned(), store.clone())], &index).await?;
+        let t0 = Instant::now();
+        call(&client, "memory_search", json!({"query": "warm"})).await?;
+        if e.semantic {
+            let timeout = Duration::from_secs(args.vector_timeout);
+            wait_for_vectors(&client, &e.label, &[SCALE_STORE.to_owned()], timeout).await?;
+        }
+        let catch_up = t0.elapsed();
+        println!(
+            "[{}] {n} memories: first search (index catch-up) {:.1} s",
+            e.label,
+            catch_up.as_secs_f64()
+        );
+        let mut kinds = Vec::new();
+        for spec in corpus::QUERIES {
+            let mut a = json!({"query": spec.query, "limit": SCALE_LIMIT});
+            if let Some((path, _)) = spec.path {
+                a["path"] = json!(path);
+            }
+            let mut hits = 0;
+            for _ in 0..SCALE_WARMUP {
+                let out = call(&client, "memory_search", a.clone())
+                    .await
+                    .with_context(|| format!("searching {:?}", spec.query))?;
+                hits = out["total_hits"].as_u64().unwrap_or(0);
+            }
+            let mut times = Vec::with_capacity(args.scale_queries);
+            for _ in 0..args.scale_queries {
+                let t = Instant::now();
+                call(&client, "memory_search", a.clone())
+                    .await
+                    .with_context(|| format!("searching {:?}", spec.query))?;
+                times.push(t.elapsed());
+            }
+            kinds.push((times, hits));
+        }
+        client.cancel().await?;
+        let _ = std::fs::remove_dir_all(&index);
+        run.engines.push(Some(ScaleEngine { catch_up, kinds }));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(run)
+}
+
 /// One tool call; an error result becomes an error. Returns the structured content.
 async fn call(client: &Client, tool: &'static str, args: Value) -> anyhow::Result<Value> {
     let Value::Object(map) = args else {
@@ -760,7 +1010,13 @@ fn header(first: &str, labels: &[&str]) {
 
 fn row(first: &str, cells: &[String], labels: &[&str]) {
     let w = width(labels);
-    let mut line = format!("{first:<34}");
+    // Chinese, Japanese and Korean characters take two columns of a terminal.
+    let wide = first
+        .chars()
+        .filter(|&c| matches!(c, '\u{1100}'..='\u{115F}' | '\u{2E80}'..='\u{A4CF}' | '\u{AC00}'..='\u{D7A3}' | '\u{F900}'..='\u{FAFF}' | '\u{FF00}'..='\u{FF60}'))
+        .count();
+    let pad = 34usize.saturating_sub(wide);
+    let mut line = format!("{first:<pad$}");
     for c in cells {
         let _ = write!(line, "{c:>w$}");
     }
@@ -907,6 +1163,49 @@ fn print_latency(runs: &[EngineRun], labels: &[&str], locomo: bool) {
             })
             .collect();
         row(&format!("{name} ({n})"), &cells, labels);
+    }
+}
+
+fn print_scale(run: &ScaleRun, labels: &[&str], queries: usize) {
+    println!(
+        "\n=== memory_search round trip over MCP at {} memories (search_bench's corpus), ms: p50 / p95 ({queries} searches per kind, limit {SCALE_LIMIT})",
+        run.memories
+    );
+    header("query kind (hits)", labels);
+    let cells = |f: &dyn Fn(&ScaleEngine) -> String| -> Vec<String> {
+        run.engines
+            .iter()
+            .map(|e| e.as_ref().map_or_else(|| "-".to_owned(), f))
+            .collect()
+    };
+    row(
+        "first search, s",
+        &cells(&|e| format!("{:.1}", e.catch_up.as_secs_f64())),
+        labels,
+    );
+    for (k, spec) in corpus::QUERIES.iter().enumerate() {
+        // The hits of the last column measured: word forms and meaning find more than
+        // the words as typed.
+        let hits = run
+            .engines
+            .iter()
+            .rev()
+            .flatten()
+            .next()
+            .map_or(0, |e| e.kinds[k].1);
+        row(
+            &format!("{} ({hits})", spec.kind),
+            &cells(&|e| {
+                let s = Stats::of(&e.kinds[k].0);
+                format!("{:.2} / {:.2}", s.p50, s.p95)
+            }),
+            labels,
+        );
+    }
+    if run.engines.iter().any(Option::is_none) {
+        println!(
+            "  -: not measured at this size (--scale-hybrid measures hybrid here too, after computing a vector for every memory)"
+        );
     }
 }
 
