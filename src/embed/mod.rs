@@ -3,10 +3,12 @@
 //! vectors for semantic search; it does no search and keeps no index itself.
 //!
 //! Layout: `format` parses and checks the file, `tokenizer` splits text into the
-//! model's pieces, `kernels` multiplies 4-bit weights (AVX2 or portable), `model` runs
-//! the encoder, `install` fetches and checks the pinned weights. The file is mapped by
+//! model's pieces, `chunk` cuts long passages into chunks, `kernels` multiplies 4-bit
+//! weights (AVX2 or portable), `model` runs the encoder, `install` fetches and checks the
+//! pinned weights. The file is mapped by
 //! `crate::store::model_file`, the door to the host's files.
 
+mod chunk;
 mod format;
 pub mod install;
 mod kernels;
@@ -24,6 +26,10 @@ pub use kernels::Kernel;
 
 /// The name the weights are known by; [`Model::id`] adds a digest of the file.
 pub const MODEL_NAME: &str = "multilingual-e5-small-q4";
+/// How [`Model::embed_passages`] treats long passages, the end of [`Model::id`]: the
+/// mean of 128-token chunks. Vectors computed otherwise (cut at 512 tokens, before this
+/// existed) carry another id and are computed again, never mixed with these.
+const PASSAGE_LAYOUT: &str = "c128";
 /// The model's file name under the data folder.
 pub const MODEL_FILE_NAME: &str = "multilingual-e5-small-q4.bin";
 /// Tokens per forward pass (a text longer than this runs alone): bounds the activations'
@@ -80,9 +86,10 @@ impl Model {
         })
     }
 
-    /// The stable identity of the weights, the key vectors are stored under:
-    /// `multilingual-e5-small-q4-` and 12 hex digits of a digest of the file's head,
-    /// its f32 tensors and both ends of each 4-bit tensor.
+    /// The stable identity of the vectors, the key they are stored under:
+    /// `multilingual-e5-small-q4-`, 12 hex digits of a digest of the file's head, its
+    /// f32 tensors and both ends of each 4-bit tensor, and `-c128`, how long passages
+    /// are embedded (see [`Model::embed_passages`]).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -138,15 +145,58 @@ impl Model {
         normalise(v.pop().unwrap_or_default())
     }
 
-    /// Passages as unit vectors (the model's "passage: " prefix), each truncated at
-    /// [`Model::max_tokens`]. The texts are shared among the threads.
+    /// Passages as unit vectors (the model's "passage: " prefix). A passage of at most
+    /// 128 tokens (prefix and specials included) is run whole; a longer one is cut into
+    /// chunks of at most 128 tokens at line boundaries (a longer line between words),
+    /// each chunk after the first starting with the passage's first non-empty line, and
+    /// its vector is the normalised mean of its chunks' vectors. All chunks of all texts
+    /// are shared among the threads.
     pub fn embed_passages(&self, texts: &[&str]) -> Vec<Vec<f32>> {
-        let sequences: Vec<Vec<u32>> = texts.iter().map(|t| self.tokens("passage: ", t)).collect();
+        const PREFIX: &str = "passage: ";
+        let sequence = |t: &str| {
+            self.tokenizer
+                .encode(&format!("{PREFIX}{t}"), usize::MAX)
+                .len()
+                + 2
+        };
+        let pieces = |t: &str| self.tokenizer.encode(t, usize::MAX).len();
+        let mut sequences = Vec::with_capacity(texts.len());
+        let mut counts = Vec::with_capacity(texts.len());
+        for text in texts {
+            let parts = chunk::chunks(
+                text,
+                chunk::CHUNK_TOKENS,
+                chunk::HEAD_TOKENS,
+                &sequence,
+                &pieces,
+            );
+            counts.push(parts.len());
+            sequences.extend(parts.iter().map(|p| self.tokens(PREFIX, p)));
+        }
+        let mut vectors = self.embed_sequences(&sequences).into_iter();
+        counts
+            .into_iter()
+            .map(|n| {
+                if n == 1 {
+                    // Exactly the vector of the whole text.
+                    return vectors.next().unwrap_or_default();
+                }
+                let mut mean = vec![0f32; self.dim()];
+                for v in vectors.by_ref().take(n) {
+                    mean.iter_mut().zip(&v).for_each(|(m, x)| *m += x);
+                }
+                normalise(mean)
+            })
+            .collect()
+    }
+
+    /// Unit vectors of token sequences, shared among the threads.
+    fn embed_sequences(&self, sequences: &[Vec<u32>]) -> Vec<Vec<f32>> {
         let threads = self.threads.min(sequences.len()).max(1);
         if threads == 1 {
-            return self.embed_batches(&sequences, self.threads);
+            return self.embed_batches(sequences, self.threads);
         }
-        // Contiguous runs of texts with about the same number of tokens each.
+        // Contiguous runs of sequences with about the same number of tokens each.
         let total: usize = sequences.iter().map(Vec::len).sum();
         let mut runs = Vec::with_capacity(threads);
         let (mut start, mut acc) = (0, 0);
@@ -240,7 +290,7 @@ fn identity(file: &[u8], layout: &format::Layout) -> String {
     }
     let digest = h.finalize();
     let hex: String = digest[..6].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{MODEL_NAME}-{hex}")
+    format!("{MODEL_NAME}-{hex}-{PASSAGE_LAYOUT}")
 }
 
 /// Where `memdir model install` puts the model and `--semantic` looks by default:
@@ -263,5 +313,140 @@ mod tests {
     fn vectors_are_scaled_to_unit_length() {
         assert_eq!(normalise(vec![3.0, 4.0]), [0.6, 0.8]);
         assert_eq!(normalise(vec![0.0, 0.0]), [0.0, 0.0]);
+    }
+}
+
+/// With the real weights (the `external-tests` feature): found at `MEMDIR_TEST_MODEL`,
+/// else where `memdir model install` puts them; a test fails, never skips, without them.
+#[cfg(all(test, feature = "external-tests"))]
+mod with_weights {
+    use super::*;
+
+    #[allow(
+        clippy::disallowed_methods,
+        reason = "a test finds the weights like tests/semantic_model.rs"
+    )]
+    fn model() -> Model {
+        let path = std::env::var_os("MEMDIR_TEST_MODEL")
+            .map(PathBuf::from)
+            .or_else(default_model_path)
+            .expect("no data folder to find the model in: set MEMDIR_TEST_MODEL");
+        Model::load(&path).unwrap_or_else(|e| panic!("{e} (or set MEMDIR_TEST_MODEL to its file)"))
+    }
+
+    /// A dated conversation of about 350 tokens, one turn a line (the model runs
+    /// unoptimised in tests: a few chunks are enough).
+    fn long_text() -> String {
+        let mut s = String::from("8:56 pm on 20 July, 2023\n");
+        for i in 0..12 {
+            s.push_str(&format!(
+                "Speaker {}: turn {i}, about the garden, the new pottery class and the trip \
+                 to the lake we planned for the weekend.\n",
+                i % 2
+            ));
+        }
+        s
+    }
+
+    fn counters(m: &Model) -> (impl Fn(&str) -> usize + '_, impl Fn(&str) -> usize + '_) {
+        (
+            |t: &str| {
+                m.tokenizer
+                    .encode(&format!("passage: {t}"), usize::MAX)
+                    .len()
+                    + 2
+            },
+            |t: &str| m.tokenizer.encode(t, usize::MAX).len(),
+        )
+    }
+
+    /// The vector of `text` run whole, as before chunking (cut at 512 tokens).
+    fn whole(m: &Model, text: &str) -> Vec<f32> {
+        let ids = m.tokens("passage: ", text);
+        let mut v = m.weights.forward(&m.file, m.kernel, &[ids], 1);
+        normalise(v.pop().unwrap())
+    }
+
+    #[test]
+    fn a_short_passage_has_exactly_its_whole_vector() {
+        let m = model();
+        let short = "2023-05-08\nThe deploy script needs the staging database URL.";
+        assert!(m.tokens("passage: ", short).len() <= chunk::CHUNK_TOKENS);
+        let expect = whole(&m, short);
+        assert_eq!(m.embed_passages(&[short])[0], expect);
+        // The same beside a long passage, whose chunks share the batch.
+        let long = long_text();
+        let both = m.embed_passages(&[long.as_str(), short]);
+        assert_eq!(both[1], expect);
+    }
+
+    #[test]
+    fn a_long_passage_is_the_mean_of_its_chunks() {
+        let m = model();
+        let long = long_text();
+        let tokens = m.tokens("passage: ", &long).len();
+        assert!(
+            tokens > 2 * chunk::CHUNK_TOKENS,
+            "the text is {tokens} tokens"
+        );
+        let (sequence, pieces) = counters(&m);
+        let parts = chunk::chunks(
+            &long,
+            chunk::CHUNK_TOKENS,
+            chunk::HEAD_TOKENS,
+            &sequence,
+            &pieces,
+        );
+        assert!(parts.len() >= 3, "{} chunks", parts.len());
+        for (i, p) in parts.iter().enumerate() {
+            assert!(sequence(p) <= chunk::CHUNK_TOKENS, "chunk {i}: {p:?}");
+            assert_eq!(m.tokens("passage: ", p).len(), sequence(p));
+            assert!(p.starts_with("8:56 pm on 20 July, 2023\nSpeaker "), "{p:?}");
+        }
+        let mut mean = vec![0f32; m.dim()];
+        for p in &parts {
+            mean.iter_mut().zip(whole(&m, p)).for_each(|(a, b)| *a += b);
+        }
+        let expect = normalise(mean);
+        let got = m.embed_passages(&[long.as_str()]).remove(0);
+        let dot: f32 = got.iter().zip(&expect).map(|(a, b)| a * b).sum();
+        assert!(dot > 0.99999, "cosine {dot}");
+        let norm: f32 = got.iter().map(|x| x * x).sum();
+        assert!((norm - 1.0).abs() < 1e-4);
+        let cut: f32 = got.iter().zip(whole(&m, &long)).map(|(a, b)| a * b).sum();
+        assert!(cut < 0.9999, "chunking changed nothing: cosine {cut}");
+    }
+
+    #[test]
+    fn a_long_line_splits_under_the_bound() {
+        let m = model();
+        let line = long_text().replace('\n', " ");
+        let (sequence, pieces) = counters(&m);
+        let parts = chunk::chunks(
+            &line,
+            chunk::CHUNK_TOKENS,
+            chunk::HEAD_TOKENS,
+            &sequence,
+            &pieces,
+        );
+        assert!(parts.len() >= 3, "{} chunks", parts.len());
+        for p in &parts {
+            assert!(sequence(p) <= chunk::CHUNK_TOKENS, "{p:?}");
+        }
+        // The line is its own first line: its first words head every later chunk.
+        let head = parts[1].lines().next().unwrap();
+        assert!(line.starts_with(head) && !head.is_empty(), "{head:?}");
+        assert!(parts[1..].iter().all(|p| p.starts_with(head)));
+        // Every word is kept, in order.
+        let words: Vec<&str> = parts
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| {
+                let body = if i == 0 { p.as_str() } else { &p[head.len()..] };
+                body.split_whitespace()
+            })
+            .collect();
+        assert_eq!(words, line.split_whitespace().collect::<Vec<_>>());
+        assert_eq!(m.embed_passages(&[line.as_str()])[0].len(), m.dim());
     }
 }
