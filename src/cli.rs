@@ -30,8 +30,8 @@ use open::Access;
 use stores::Env;
 
 pub use args::{
-    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, MeaningArgs,
-    ModelArgs, ModelCommand, ServeArgs, StoreArgs, Tools, WriteArgs,
+    CacheCommand, Cli, Command, ConsoleArgs, HistoryArgs, IndexArgs, Lines, MeaningArgs, ModelArgs,
+    ModelCommand, ServeArgs, StoreArgs, Tools, WriteArgs,
 };
 pub use open::open_server;
 pub use stores::STORES_SEPARATOR;
