@@ -1,7 +1,8 @@
 //! Search by meaning with the real embedding model, through the real binary: hybrid on
-//! and off, a paraphrase and another language found only by meaning, vectors pending
-//! and then computed in the background while writes are acknowledged at once, filters
-//! applied to meaning hits, `memdir reindex`, and PostgreSQL stores sharing vectors.
+//! and off, a paraphrase and another language found only by meaning, an off-topic
+//! question finding nothing, vectors pending and then computed in the background while
+//! writes are acknowledged at once, filters applied to meaning hits, `memdir reindex`,
+//! and PostgreSQL stores sharing vectors.
 //!
 //! The model is a part from outside the Rust toolchain (71 MB of weights that `memdir
 //! model install` fetches), so these run under the `external-tests` feature
@@ -169,6 +170,24 @@ async fn a_paraphrase_is_found_by_meaning_only_with_meaning_on() {
     let how = matched(h);
     assert!(how.contains(&"meaning") && how.len() >= 2, "{out}");
     meaning.stop().await;
+}
+
+#[tokio::test]
+async fn an_off_topic_question_finds_no_memory_by_meaning() {
+    let place = Place::new();
+    fill(&place);
+    let server = place.serve(true).await;
+    // Nothing in the store is about either; without the similarity floor every memory
+    // came back as a meaning hit.
+    for query in ["what is the capital of Mongolia", "축구 경기 결과"] {
+        let out = settled(&server, json!({"query": query})).await;
+        assert_eq!(out["total_hits"], 0, "{query}: {out}");
+        assert!(paths(&out).is_empty(), "{query}: {out}");
+    }
+    // The floor keeps what is close: the paraphrase is still found.
+    let out = search(&server, json!({"query": "CI/CD"})).await;
+    assert_eq!(paths(&out)[0], "/memories/projects/pipeline.md", "{out}");
+    server.stop().await;
 }
 
 #[tokio::test]

@@ -18,6 +18,13 @@ pub const POOL: usize = 100;
 pub const LEXICAL_WEIGHT: f64 = 0.5;
 pub const DENSE_WEIGHT: f64 = 0.5;
 
+/// The similarity (the model's raw cosine, before centring) below which a memory is not
+/// said to match by meaning: one found by meaning alone is left out, and one that matches
+/// the words is not labelled `meaning`. Measured for multilingual-e5-small on the
+/// multilingual set against off-topic queries (docs/decisions/hybrid-search-fusion.md);
+/// a different model needs it measured again.
+pub const MEANING_FLOOR: f64 = 0.79;
+
 /// How strongly a script group's mean similarity is shrunk toward the scope's mean
 /// before it is taken off (see [`centre`]): as if each group had this many more
 /// memories at the overall mean.

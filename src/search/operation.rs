@@ -7,6 +7,8 @@
 //! With meaning on (a query vector in the plan), the memories closest in meaning join
 //! the BM25 ranking and every candidate is ranked by the weighted fusion of both
 //! (`search::meaning`); filters apply to both alike, as both read the same `docs` rows.
+//! A memory less similar than the floor (`MEANING_FLOOR`) is not said to match by
+//! meaning, so an off-topic query is not answered with the whole store.
 //!
 //! It reads the stores through a [`Corpus`] (the memory operations' context implements
 //! it), so this wing knows no `Memdir`.
@@ -17,7 +19,7 @@ use std::time::SystemTime;
 use super::filter::Filter;
 use super::index::{Combine, Index, Order, Stamp};
 use super::matching::{Matched, Shown, opening_lines, shown_lines};
-use super::meaning::{Dense, Fusion, POOL, centre};
+use super::meaning::{Dense, Fusion, MEANING_FLOOR, POOL, centre};
 use super::snippet::clip;
 use super::{DocMatch, Query, Scorer, bm25};
 use crate::error::{Error, Result};
@@ -135,7 +137,7 @@ struct Candidate {
     partial: bool,
     /// It matches the words (else it was found by meaning alone).
     lexical: bool,
-    /// It is among the closest in meaning.
+    /// It is among the closest in meaning, and above the floor.
     meaning: bool,
 }
 
@@ -455,8 +457,8 @@ fn scan(
 struct DenseRanking {
     /// The similarity of every memory with a vector, by store and relative path.
     cosine: HashMap<(usize, String), f64>,
-    /// The [`POOL`] most similar: (path, indexed stamp, cosine), best first.
-    top: Vec<(MemPath, Stamp, f64)>,
+    /// The [`POOL`] most similar: (path, indexed stamp, cosine, raw cosine), best first.
+    top: Vec<(MemPath, Stamp, f64, f64)>,
     coverage: Coverage,
 }
 
@@ -467,8 +469,9 @@ impl DenseRanking {
 }
 
 fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRanking> {
-    // (scope, relative path, stamp, cosine) of every memory with a vector.
-    let mut all: Vec<(usize, String, Stamp, f64)> = Vec::new();
+    // (scope, relative path, stamp, centred cosine, raw cosine) of every memory with a
+    // vector.
+    let mut all: Vec<(usize, String, Stamp, f64, f64)> = Vec::new();
     let mut scripts = Vec::new();
     let mut pending = 0;
     for (i, (scope, prefix)) in plan.scopes.iter().enumerate() {
@@ -484,7 +487,7 @@ fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRankin
         pending += found.pending();
         for (rel, stamp, cos, script) in found.scored {
             scripts.push((script, f64::from(cos)));
-            all.push((i, rel, stamp, 0.0));
+            all.push((i, rel, stamp, 0.0, f64::from(cos)));
         }
     }
     // Each similarity relative to its script's in the scope: the model's bias toward the
@@ -494,7 +497,8 @@ fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRankin
         a.3 = cos;
     }
     let covered = all.len();
-    let best_first = |a: &(usize, String, Stamp, f64), b: &(usize, String, Stamp, f64)| {
+    type Scored = (usize, String, Stamp, f64, f64);
+    let best_first = |a: &Scored, b: &Scored| {
         b.3.total_cmp(&a.3)
             .then_with(|| plan.scopes[a.0].0.store.cmp(&plan.scopes[b.0].0.store))
             .then_with(|| a.1.cmp(&b.1))
@@ -510,14 +514,14 @@ fn dense(corpus: &impl Corpus, plan: &Plan, query: &[f32]) -> Result<DenseRankin
     let mut cosine = HashMap::with_capacity(covered);
     let top = top
         .into_iter()
-        .map(|(i, rel, stamp, cos)| {
+        .map(|(i, rel, stamp, cos, raw)| {
             let scope = &plan.scopes[i].0;
             let path = scope.with_rel(&rel);
             cosine.insert((scope.store, rel), cos);
-            (path, stamp, cos)
+            (path, stamp, cos, raw)
         })
         .collect();
-    for (i, rel, _, cos) in rest {
+    for (i, rel, _, cos, _) in rest {
         cosine.insert((plan.scopes[i].0.store, rel), cos);
     }
     Ok(DenseRanking {
@@ -551,11 +555,17 @@ fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
         .map(|(i, c)| (c.path.canonical(), i))
         .collect();
     let mut added = 0;
-    for (path, stamp, cos) in dense.top.iter().cloned() {
+    for (path, stamp, cos, raw) in dense.top.iter().cloned() {
+        // Every one of the dense top counts in the statistics, so that each page of a
+        // search is ranked alike; only those close enough are said to match by meaning.
+        let close = raw >= MEANING_FLOOR;
         match have.get(&path.canonical()) {
-            Some(&i) => candidates[i].meaning = true,
+            Some(&i) => candidates[i].meaning = close,
             None => {
                 pool.push((0.0, Some(cos)));
+                if !close {
+                    continue;
+                }
                 added += 1;
                 candidates.push(Candidate {
                     modified_ns: stamp.mtime_ns,
