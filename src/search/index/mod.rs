@@ -320,6 +320,17 @@ impl Index {
             .query_row([now], |r| r.get(0))
     }
 
+    /// The path of every document whose expiry is at or before `now` (seconds since the
+    /// epoch), in path order (a partial index holds the documents that have an expiry).
+    pub fn expired(&self, now: i64) -> IndexResult<Vec<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT path FROM docs WHERE expires IS NOT NULL AND expires <= ?1 ORDER BY path",
+            )?
+            .query_map([now], |r| r.get(0))?
+            .collect()
+    }
+
     /// [`Index::query`] in either order, with the best score of all matches (for scores
     /// shown relative to it).
     pub fn query_page(
