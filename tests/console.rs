@@ -1995,6 +1995,28 @@ async fn search_hits_say_how_they_matched() {
     assert!(forms.contains("matched by word forms<"), "{forms}");
 }
 
+/// A hit matched in its description line, which holds a colon (not YAML, as people and
+/// Claude Code write it), shows the memory's name and description under it.
+#[tokio::test]
+async fn a_hit_in_a_description_with_a_colon_shows_the_name() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::write(
+        store.join("alpha.md"),
+        "---\nname: Alpha plan\ndescription: The alpha project: owner, deadline, risks\n---\n# Alpha\n",
+    )
+    .unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(&served, &cookie, "/search?q=deadline", StatusCode::OK).await;
+    assert!(page.contains("line 3"), "{page}");
+    assert!(page.contains("<strong>Alpha plan</strong>"), "{page}");
+    assert!(
+        page.contains("<div class=\"muted\">The alpha project: owner, deadline, risks</div>"),
+        "{page}"
+    );
+}
+
 /// The order in which `names` (link texts) appear on `page`; panics on one missing.
 fn order_of<'a>(page: &str, names: &[&'a str]) -> Vec<&'a str> {
     let mut found: Vec<(usize, &str)> = names

@@ -30,8 +30,9 @@ use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 use crate::search::{Clause, bm25};
 pub use crate::store::Stamp;
 
-/// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-7;tokenizer-4";
+/// Bump when the schema, the tokenizer or what frontmatter parsing reads changes (the
+/// index keeps its fields): a mismatch rebuilds the index.
+pub const FORMAT: &str = "memdir-index-8;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
