@@ -2017,6 +2017,31 @@ async fn a_hit_in_a_description_with_a_colon_shows_the_name() {
     );
 }
 
+/// An empty folder has no newest memory: sorted by age it goes by its own time, not as
+/// the oldest entry (1970, the time of nothing).
+#[tokio::test]
+async fn an_empty_folder_sorts_by_its_own_age() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::write(store.join("a.md"), "# A\n").unwrap();
+    age_file(&store.join("a.md"), 10);
+    std::fs::create_dir_all(store.join("old")).unwrap();
+    std::fs::write(store.join("old/b.md"), "# B\n").unwrap();
+    age_file(&store.join("old/b.md"), 20);
+    std::fs::create_dir_all(store.join("empty")).unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let names = ["a.md", "old/", "empty/"];
+    for (query, expected) in [
+        ("&sort=age", ["empty/", "a.md", "old/"]),
+        ("&sort=age&dir=asc", ["old/", "a.md", "empty/"]),
+    ] {
+        let path = format!("/folder?path={}{query}", enc("/memories/"));
+        let page = page_of(&served, &cookie, &path, StatusCode::OK).await;
+        assert_eq!(order_of(&page, &names), expected, "{query}: {page}");
+    }
+}
+
 /// The order in which `names` (link texts) appear on `page`; panics on one missing.
 fn order_of<'a>(page: &str, names: &[&'a str]) -> Vec<&'a str> {
     let mut found: Vec<(usize, &str)> = names
