@@ -10,9 +10,11 @@
 //! Writes a small folder store, starts the real binary's `memdir console` on it, signs
 //! in by its link, and as a person would: edits a memory (a version by the person),
 //! compares it with the version before (`history-diff-light.png`), edits again while
-//! the file changes underneath (`conflict-dark.png`, in the dark scheme), and searches
-//! (`search-light.png`, taller, to show the hits under the form). The others are as
-//! wide as the older ones (1,000 pixels).
+//! the file changes underneath (`conflict-dark.png`, in the dark scheme), searches
+//! (`search-light.png`, taller, to show the hits under the form), reviews the store
+//! (`review-light.png`: memories not updated for 90 days, oldest first, and the expired
+//! one with its prune button), and picks the store's export to import into an empty
+//! store (`import-dark.png`). The others are as wide as the older ones (1,000 pixels).
 
 #[path = "common/host.rs"]
 #[allow(dead_code)]
@@ -54,7 +56,7 @@ async fn main() -> anyhow::Result<()> {
     let tmp = tempfile::tempdir()?;
     let store = tmp.path().join("memories");
     seed(&store)?;
-    let (mut first, link) = console(&bin, &store).await?;
+    let (mut first, link) = console(&bin, &["--root".into(), store.clone().into()]).await?;
     let base = link
         .split("/?token=")
         .next()
@@ -95,11 +97,27 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     light.find(Locator::Css("ol.hits")).await?;
     light.save(&args.out.join("search-light.png")).await?;
+    // Review: the stale memories (aged by `seed`) and the expired one.
+    light.client.set_window_size(1000, 820).await?;
+    light
+        .client
+        .goto(&format!("{base}/review?store=memories"))
+        .await?;
+    light.wait_for_text("Expired (1)").await?;
+    light.save(&args.out.join("review-light.png")).await?;
     light.client.clone().close().await?;
 
     // A conflict: the file changes while the form is open.
     let dark = Browser::start(true).await?;
-    let (mut second, link2) = console(&bin, &store).await?;
+    // This console also serves `team`, an empty store, for the import.
+    let team = tmp.path().join("team");
+    let stores = |name: &str, dir: &Path| {
+        let mut flag = std::ffi::OsString::from(format!("{name}="));
+        flag.push(dir);
+        ["--store".into(), flag]
+    };
+    let both = [stores("memories", &store), stores("team", &team)].concat();
+    let (mut second, link2) = console(&bin, &both).await?;
     let base2 = link2
         .split("/?token=")
         .next()
@@ -125,6 +143,27 @@ async fn main() -> anyhow::Result<()> {
         .await?;
     dark.wait_for_text("changed meanwhile").await?;
     dark.save(&args.out.join("conflict-dark.png")).await?;
+    // Import: the store's export, picked in the upload form of the empty store.
+    let export = std::process::Command::new(&bin)
+        .arg("--root")
+        .arg(&store)
+        .arg("export")
+        .env("RUST_LOG", "memdir=warn")
+        .stderr(Stdio::null())
+        .output()?;
+    if !export.status.success() {
+        bail!("memdir export failed");
+    }
+    let archive = tmp.path().join("memories-export.jsonl");
+    std::fs::write(&archive, export.stdout)?;
+    dark.client
+        .goto(&format!("{base2}/import?store=team"))
+        .await?;
+    dark.find(Locator::Id("archive"))
+        .await?
+        .send_keys(&archive.display().to_string())
+        .await?;
+    dark.save(&args.out.join("import-dark.png")).await?;
     dark.client.clone().close().await?;
 
     for child in [&mut first, &mut second] {
@@ -135,7 +174,8 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// A few memories with frontmatter, in two folders.
+/// A few memories with frontmatter, in two folders; three not updated for months, one
+/// expired.
 fn seed(store: &Path) -> anyhow::Result<()> {
     let files = [
         ("projects/alpha.md", ALPHA.to_string()),
@@ -151,11 +191,25 @@ fn seed(store: &Path) -> anyhow::Result<()> {
             "feedback.md",
             "---\nname: Feedback\ndescription: How the team wants reports\ntype: feedback\n---\nPut the deadline first in every status report.\n".into(),
         ),
+        (
+            "freeze.md",
+            "---\nname: Code freeze\ndescription: No merges to main during the release\ntype: project\nexpires: 2026-10-01\n---\nCode freeze until the release is out.\n".into(),
+        ),
     ];
     for (path, text) in files {
         let file = store.join(path);
         std::fs::create_dir_all(file.parent().context("a parent")?)?;
         std::fs::write(file, text)?;
+    }
+    for (path, days) in [
+        ("projects/beta.md", 210),
+        ("people/dana.md", 140),
+        ("freeze.md", 100),
+    ] {
+        std::fs::File::options()
+            .write(true)
+            .open(store.join(path))?
+            .set_modified(std::time::SystemTime::now() - Duration::from_secs(days * 86_400))?;
     }
     Ok(())
 }
@@ -179,12 +233,15 @@ async fn edit(
     Ok(())
 }
 
-/// `memdir console` on the store, and its link.
-async fn console(bin: &Path, store: &Path) -> anyhow::Result<(tokio::process::Child, String)> {
+/// `memdir console` on the stores `stores` name (`--root DIR` or `--store NAME=DIR`…),
+/// and its link.
+async fn console(
+    bin: &Path,
+    stores: &[std::ffi::OsString],
+) -> anyhow::Result<(tokio::process::Child, String)> {
     let mut child = tokio::process::Command::new(bin)
         .arg("console")
-        .arg("--root")
-        .arg(store)
+        .args(stores)
         .args(["--listen", "127.0.0.1:0", "--no-index"])
         .env("USER", "dana")
         .env("RUST_LOG", "memdir=warn")

@@ -78,9 +78,14 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
     if !loadable(block) {
         return None;
     }
-    let docs = YamlLoader::load_from_str(block).ok()?;
-    let Some(Yaml::Hash(map)) = docs.into_iter().next() else {
-        return None;
+    let map = match YamlLoader::load_from_str(block) {
+        Ok(docs) => match docs.into_iter().next() {
+            Some(Yaml::Hash(map)) => map,
+            _ => return None,
+        },
+        // Not YAML, often only for a colon in a value (`description: Alpha: owner,
+        // risks`), which Claude Code's files and people write: read line by line.
+        Err(_) => lines(block)?,
     };
     let get = |key: &str| map.get(&Yaml::String(key.to_owned())).and_then(scalar);
     let tags = match map.get(&Yaml::String("tags".to_owned())) {
@@ -143,6 +148,37 @@ fn loadable(block: &str) -> bool {
     true
 }
 
+/// A block that is not YAML read as `key: value` lines (the value everything after the
+/// first `: `, a pair of quotes around it dropped); indented lines, list items and
+/// comments are skipped. `None` when no line is such a pair.
+fn lines(block: &str) -> Option<yaml_rust2::yaml::Hash> {
+    let mut map = yaml_rust2::yaml::Hash::new();
+    for line in block.lines() {
+        let Some((key, value)) = line.split_once(':') else {
+            continue;
+        };
+        let plain_key = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        if !plain_key || !(value.is_empty() || value.starts_with([' ', '\t'])) {
+            continue;
+        }
+        let value = value.trim();
+        let value = [('"', '"'), ('\'', '\'')]
+            .iter()
+            .find_map(|(open, close)| {
+                value
+                    .strip_prefix(*open)
+                    .and_then(|v| v.strip_suffix(*close))
+            })
+            .unwrap_or(value);
+        map.entry(Yaml::String(key.to_owned()))
+            .or_insert_with(|| Yaml::String(value.to_owned()));
+    }
+    (!map.is_empty()).then_some(map)
+}
+
 fn scalar(y: &Yaml) -> Option<String> {
     match y {
         Yaml::String(s) | Yaml::Real(s) => Some(s.trim().to_owned()).filter(|s| !s.is_empty()),
@@ -188,6 +224,28 @@ mod tests {
         }
         assert_eq!(importance(None), NEUTRAL_IMPORTANCE);
         assert_eq!(importance(parse("---\nimportance: 2\n---\n").as_ref()), 2);
+    }
+
+    /// A colon in a value makes the block invalid YAML; its fields are still read (the
+    /// console showed such a memory's search hits without their name or description).
+    #[test]
+    fn a_colon_in_a_value_keeps_the_fields() {
+        let fm = parse("---\nname: Alpha\ndescription: The alpha project: owner, deadline, risks\ntype: project\nimportance: 4\ntags: a, b\nexpires: 2026-03-01\n---\n# Alpha\n").unwrap();
+        assert_eq!(fm.name.as_deref(), Some("Alpha"));
+        assert_eq!(
+            fm.description.as_deref(),
+            Some("The alpha project: owner, deadline, risks")
+        );
+        assert_eq!(fm.kind.as_deref(), Some("project"));
+        assert_eq!(fm.importance, Some(4));
+        assert_eq!(fm.tags, ["a", "b"]);
+        assert_eq!(fm.expires_at.as_deref(), Some("2026-03-01"));
+        let fm = parse(
+            "---\nname: 'Ops: on call'\n  indented: x\n- item\n# note: y\nurl:http://x\n---\n",
+        )
+        .unwrap();
+        assert_eq!(fm.name.as_deref(), Some("Ops: on call"));
+        assert_eq!(fm.description, None);
     }
 
     #[test]

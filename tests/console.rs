@@ -27,13 +27,18 @@ struct Served {
 }
 
 impl Served {
-    /// `memdir console --root STORE --listen 127.0.0.1:0 ARGS`; reads its link.
+    /// `memdir console --root STORE --listen 127.0.0.1:0 --no-index ARGS`; reads its link.
     async fn console(store: &Path, args: &[&str]) -> Served {
+        Served::console_indexed(store, &[&["--no-index"], args].concat()).await
+    }
+
+    /// [`Served::console`] with the search index where ARGS say (`--index-dir DIR`).
+    async fn console_indexed(store: &Path, args: &[&str]) -> Served {
         let mut child = command()
             .arg("console")
             .arg("--root")
             .arg(store)
-            .args(["--listen", "127.0.0.1:0", "--no-index"])
+            .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .spawn()
             .expect("spawn memdir console");
@@ -1800,6 +1805,113 @@ async fn review_lists_stale_oldest_first_prune_deletes_expired_and_memory_md_sho
     assert!(index.contains("# Our own index"), "{index}");
 }
 
+/// The paths of the review page's expired list, in its order.
+fn expired_listed(page: &str) -> Vec<String> {
+    let list = page
+        .split("<h2>Expired (")
+        .nth(1)
+        .expect("the expired section");
+    list.split("</a> expired at ")
+        .filter_map(|before| before.rsplit_once('>').map(|(_, path)| path.to_string()))
+        .filter(|p| p.starts_with('/'))
+        .collect()
+}
+
+/// The review page takes the expired memories from the search index (kept fresh as a
+/// search keeps it, each named memory read to confirm): it must list what reading every
+/// file finds, in the same order, with expired, stale and fresh memories side by side,
+/// and still after an editor changes expiries behind the index's back.
+#[tokio::test]
+async fn review_lists_the_expired_memories_a_scan_of_every_file_finds() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    let write = |rel: &str, text: &[u8]| {
+        let path = store.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let expiring = |when: &str| format!("---\nname: N\nexpires: {when}\n---\nbody\n");
+    // Names whose order differs by byte and by segment: `a-b.md`, `a.md`, `a/b.md`.
+    write("a.md", expiring("2020-01-01").as_bytes());
+    write("a/b.md", expiring("2021-06-01T12:00:00+02:00").as_bytes());
+    write("a-b.md", expiring("2022-03-04").as_bytes());
+    write(
+        "z/deep/c.md",
+        b"---\nexpires_at: 2019-05-05T05:05:05Z\n---\nold\n",
+    );
+    write("future.md", expiring("2999-01-01").as_bytes());
+    write("malformed.md", expiring("soon").as_bytes());
+    write("stale.md", b"---\nname: Stale\n---\nold news\n");
+    write("stale-expired.md", expiring("2020-02-02").as_bytes());
+    write("fresh.md", b"# Fresh\n");
+    write(
+        "bin.md",
+        b"---\nexpires: 2020-01-01\n---\n\xff\xfe not UTF-8\n",
+    );
+    write(".hidden/x.md", expiring("2020-01-01").as_bytes());
+    age_file(&store.join("stale.md"), 200);
+    age_file(&store.join("stale-expired.md"), 300);
+    let index_dir = sandbox.tmp.path().join("index");
+    let served =
+        Served::console_indexed(&store, &["--index-dir", index_dir.to_str().unwrap()]).await;
+    let cookie = served.sign_in_by_link().await;
+    // The same page without an index: one walk, every file read.
+    let scanning = Served::console(&store, &[]).await;
+    let scanning_cookie = scanning.sign_in_by_link().await;
+
+    let check = async |want: &[&str]| {
+        let page = page_of(&served, &cookie, "/review?store=memories", StatusCode::OK).await;
+        let listed = expired_listed(&page);
+        assert_eq!(listed, want, "{page}");
+        assert!(
+            page.contains(&format!("Expired ({})", want.len())),
+            "{page}"
+        );
+        let scanned = page_of(
+            &scanning,
+            &scanning_cookie,
+            "/review?store=memories",
+            StatusCode::OK,
+        )
+        .await;
+        assert_eq!(
+            listed,
+            expired_listed(&scanned),
+            "against a scan: {scanned}"
+        );
+        page
+    };
+    let page = check(&[
+        "/memories/a-b.md",
+        "/memories/a.md",
+        "/memories/a/b.md",
+        "/memories/stale-expired.md",
+        "/memories/z/deep/c.md",
+    ])
+    .await;
+    // The stale list is unchanged: oldest first, expired or not.
+    let (oldest, old) = (
+        page.find(">/memories/stale-expired.md<").unwrap(),
+        page.find(">/memories/stale.md<").unwrap(),
+    );
+    assert!(oldest < old, "{page}");
+
+    // An editor changes expiries behind the index's back: one now expired, one not any
+    // more, one new, one deleted.
+    write("future.md", expiring("2020-12-12").as_bytes());
+    write("a.md", b"---\nname: N\n---\nno expiry now\n");
+    write("new/e.md", expiring("2018-01-01").as_bytes());
+    std::fs::remove_file(store.join("a-b.md")).unwrap();
+    check(&[
+        "/memories/a/b.md",
+        "/memories/future.md",
+        "/memories/new/e.md",
+        "/memories/stale-expired.md",
+        "/memories/z/deep/c.md",
+    ])
+    .await;
+}
+
 #[tokio::test]
 async fn editing_a_memory_deleted_meanwhile_shows_yours_and_writes_nothing() {
     let sandbox = Sandbox::new();
@@ -1881,6 +1993,53 @@ async fn search_hits_say_how_they_matched() {
     let forms = page_of(&served, &cookie, "/search?q=deployment", StatusCode::OK).await;
     assert!(forms.contains("/memories/ops.md"), "{forms}");
     assert!(forms.contains("matched by word forms<"), "{forms}");
+}
+
+/// A hit matched in its description line, which holds a colon (not YAML, as people and
+/// Claude Code write it), shows the memory's name and description under it.
+#[tokio::test]
+async fn a_hit_in_a_description_with_a_colon_shows_the_name() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::write(
+        store.join("alpha.md"),
+        "---\nname: Alpha plan\ndescription: The alpha project: owner, deadline, risks\n---\n# Alpha\n",
+    )
+    .unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let page = page_of(&served, &cookie, "/search?q=deadline", StatusCode::OK).await;
+    assert!(page.contains("line 3"), "{page}");
+    assert!(page.contains("<strong>Alpha plan</strong>"), "{page}");
+    assert!(
+        page.contains("<div class=\"muted\">The alpha project: owner, deadline, risks</div>"),
+        "{page}"
+    );
+}
+
+/// An empty folder has no newest memory: sorted by age it goes by its own time, not as
+/// the oldest entry (1970, the time of nothing).
+#[tokio::test]
+async fn an_empty_folder_sorts_by_its_own_age() {
+    let sandbox = Sandbox::new();
+    let store = sandbox.store();
+    std::fs::write(store.join("a.md"), "# A\n").unwrap();
+    age_file(&store.join("a.md"), 10);
+    std::fs::create_dir_all(store.join("old")).unwrap();
+    std::fs::write(store.join("old/b.md"), "# B\n").unwrap();
+    age_file(&store.join("old/b.md"), 20);
+    std::fs::create_dir_all(store.join("empty")).unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let names = ["a.md", "old/", "empty/"];
+    for (query, expected) in [
+        ("&sort=age", ["empty/", "a.md", "old/"]),
+        ("&sort=age&dir=asc", ["old/", "a.md", "empty/"]),
+    ] {
+        let path = format!("/folder?path={}{query}", enc("/memories/"));
+        let page = page_of(&served, &cookie, &path, StatusCode::OK).await;
+        assert_eq!(order_of(&page, &names), expected, "{query}: {page}");
+    }
 }
 
 /// The order in which `names` (link texts) appear on `page`; panics on one missing.

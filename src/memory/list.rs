@@ -130,8 +130,8 @@ impl ListRow {
         self.size
     }
 
-    /// The file's last change, or the newest file's below a folder (the epoch when it
-    /// holds none).
+    /// The file's last change, or the newest file's below a folder (the folder's own when
+    /// it holds none).
     pub fn modified(&self) -> std::time::SystemTime {
         self.modified
     }
@@ -262,7 +262,7 @@ pub fn entries(md: &Memdir, rows: &[ListRow]) -> Vec<ListEntry> {
             } else {
                 read.next().and_then(|r| r.ok().flatten())
             };
-            complete(md, row, current)
+            complete(row, current)
         }));
     }
     out
@@ -354,10 +354,17 @@ fn rows_under(
         HashMap::new()
     };
     let folder_row = |path: &MemPath| {
-        let total = rollup
+        let mut total = rollup
             .get(path.segments.as_slice())
             .copied()
             .unwrap_or_default();
+        // A folder without files has no newest file: its own time is what it has (not
+        // 1970, the time of nothing, which sorted it as the oldest and made it stale).
+        if total.files == 0
+            && let Ok(Some(meta)) = store.metadata(path)
+        {
+            total.modified = meta.modified;
+        }
         ListRow {
             canonical: format!("{}/", path.canonical()),
             path: path.clone(),
@@ -402,11 +409,11 @@ fn list_entry(md: &Memdir, row: &ListRow) -> ListEntry {
     } else {
         md.current(&row.path).ok().flatten()
     };
-    complete(md, row, current)
+    complete(row, current)
 }
 
 /// A row with its file as read now (`None`: a folder, or a file gone or unreadable).
-fn complete(md: &Memdir, row: &ListRow, current: Option<super::Current>) -> ListEntry {
+fn complete(row: &ListRow, current: Option<super::Current>) -> ListEntry {
     let mut entry = ListEntry {
         path: row.canonical.clone(),
         is_dir: row.is_dir,
@@ -421,13 +428,6 @@ fn complete(md: &Memdir, row: &ListRow, current: Option<super::Current>) -> List
         expired: false,
         importance: None,
     };
-    // A folder without files has no newest file: its own time is what it has (not
-    // 1970, the time of nothing).
-    if row.file_count == Some(0)
-        && let Ok(Some(meta)) = md.store(&row.path).metadata(&row.path)
-    {
-        entry.updated_at = text::rfc3339(meta.modified);
-    }
     if let Some(cur) = current {
         entry.size_bytes = cur.text.len() as u64;
         entry.content_sha256 = Some(cur.sha256);

@@ -30,8 +30,9 @@ use crate::search::tokenize::{index_text, index_trigrams, trigrams};
 use crate::search::{Clause, bm25};
 pub use crate::store::Stamp;
 
-/// Bump when the schema or the tokenizer changes: a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-7;tokenizer-4";
+/// Bump when the schema, the tokenizer or what frontmatter parsing reads changes (the
+/// index keeps its fields): a mismatch rebuilds the index.
+pub const FORMAT: &str = "memdir-index-8;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {
@@ -318,6 +319,17 @@ impl Index {
                 "SELECT EXISTS(SELECT 1 FROM docs WHERE expires IS NOT NULL AND expires <= ?1)",
             )?
             .query_row([now], |r| r.get(0))
+    }
+
+    /// The path of every document whose expiry is at or before `now` (seconds since the
+    /// epoch), in path order (a partial index holds the documents that have an expiry).
+    pub fn expired(&self, now: i64) -> IndexResult<Vec<String>> {
+        self.conn
+            .prepare_cached(
+                "SELECT path FROM docs WHERE expires IS NOT NULL AND expires <= ?1 ORDER BY path",
+            )?
+            .query_map([now], |r| r.get(0))?
+            .collect()
     }
 
     /// [`Index::query`] in either order, with the best score of all matches (for scores
