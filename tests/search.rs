@@ -136,9 +136,90 @@ async fn cjk_and_cyrillic_recall_equals_a_substring_scan() {
     ] {
         let expected = substring_scan(&sb.store(), query);
         assert!(!expected.is_empty(), "{query}: the fixture has matches");
-        assert_eq!(hit_paths(&s, query).await, expected, "{query}");
+        // The memories that hold the word first; after them, relaxed, those that hold
+        // only a piece of a longer CJK word.
+        let r = s
+            .ok("memory_search", json!({"query": query, "limit": 100}))
+            .await;
+        let got: Vec<&str> = r["hits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["path"].as_str().unwrap())
+            .collect();
+        let whole: BTreeSet<String> = got
+            .iter()
+            .take(expected.len())
+            .map(|p| p.to_string())
+            .collect();
+        assert_eq!(whole, expected, "{query}: {r}");
+        assert_eq!(r["relaxed"], got.len() > expected.len(), "{query}: {r}");
     }
     s.stop().await;
+}
+
+/// Memories for the word-form and word-order queries of Japanese and Chinese.
+fn cjk_form_store(sb: &Sandbox) {
+    for (name, text) in [
+        ("ate.md", "昨日は新宿でラーメンを食べた。\n"),
+        ("will-eat.md", "明日は大阪で寿司を食べる予定です。\n"),
+        ("backup.md", "每天晚上做一次数据库备份。\n"),
+        ("meeting.md", "会议改到周五下午。\n"),
+    ] {
+        std::fs::write(sb.store().join(name), text).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn cjk_words_are_found_in_another_form_or_order() {
+    let sb = Sandbox::new();
+    cjk_form_store(&sb);
+    let s = serve(&sb).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for server in [&s, &scan] {
+        // A Japanese verb in another form: its kanji, whatever the ending.
+        for (query, other_form) in [("食べた", "will-eat.md"), ("食べる", "ate.md")] {
+            let got = hit_paths(server, query).await;
+            assert!(
+                got.contains(&format!("/memories/{other_form}")),
+                "{query}: {got:?}"
+            );
+            assert!(!got.contains("/memories/meeting.md"), "{query}: {got:?}");
+        }
+        // A phrase with its particles: its words, wherever they stand (then, relaxed,
+        // memories with some of them).
+        let r = server
+            .ok("memory_search", json!({"query": "新宿で食べる"}))
+            .await;
+        assert_eq!(r["hits"][0]["path"], "/memories/ate.md", "{r}");
+        assert_eq!(r["total_hits"], 2, "{r}");
+        // A Chinese compound in another order: after every memory holding it whole (none
+        // here), the memories holding its pieces.
+        let r = server
+            .ok("memory_search", json!({"query": "备份数据库"}))
+            .await;
+        assert_eq!(r["relaxed"], true, "{r}");
+        assert_eq!(r["total_hits"], 1, "{r}");
+        assert_eq!(r["hits"][0]["path"], "/memories/backup.md", "{r}");
+        // Quoted, a phrase is found only as written.
+        for (query, expect) in [
+            ("\"新宿で食べる\"", vec![]),
+            ("\"新宿でラーメンを食べた\"", vec!["/memories/ate.md"]),
+            ("\"备份数据库\"", vec![]),
+        ] {
+            let r = server.ok("memory_search", json!({"query": query})).await;
+            assert_eq!(r["relaxed"], false, "{query}: {r}");
+            let got: Vec<&str> = r["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["path"].as_str().unwrap())
+                .collect();
+            assert_eq!(got, expect, "{query}: {r}");
+        }
+    }
+    s.stop().await;
+    scan.stop().await;
 }
 
 #[tokio::test]

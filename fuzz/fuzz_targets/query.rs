@@ -91,6 +91,8 @@ fuzz_target!(|data: &[u8]| {
     check_tokens(input);
     let query = Query::parse(input);
     check_query(&query);
+    // The relaxed stage's query (a CJK run's pieces added) is as valid.
+    check_query(&query.relaxed());
     let matches: Vec<(&str, DocMatch)> = DOCS
         .iter()
         .copied()

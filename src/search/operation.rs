@@ -199,6 +199,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         return Ok(result);
     }
     let need = plan.offset + plan.limit;
+    // With meaning on, a CJK word's pieces are not looked for apart: meaning finds its
+    // other forms and orders, and the pieces' weak matches outranked memories in other
+    // languages (docs/decisions/search-engine.md).
+    let loose = match plan.meaning {
+        Some(_) => query.clone(),
+        None => query.relaxed(),
+    };
     for attempt in 0..ATTEMPTS {
         // With meaning, the lexical ranking's top POOL sets the fusion's statistics.
         let need = if plan.meaning.is_some() {
@@ -206,12 +213,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         } else {
             need
         };
-        let mut ranking = rank(corpus, plan, Combine::All, need)?;
+        let mut ranking = rank(corpus, plan, query, Combine::All, need)?;
         // Fewer memories than the page needs hold every word: the page goes on with those
-        // that hold some of them, ranked after every one that holds them all.
-        let relaxed = ranking.total < need && query.clauses.len() > 1;
+        // that hold some of them (or some piece of a CJK run), ranked after every one
+        // that holds them all.
+        let relaxed = ranking.total < need && loose.clauses.len() > 1;
         if relaxed {
-            let some = rank(corpus, plan, Combine::Any, need)?;
+            let some = rank(corpus, plan, &loose, Combine::Any, need)?;
             ranking = ranking.then(some);
         }
         let relaxed = relaxed && ranking.total > ranking.complete;
@@ -255,7 +263,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         } else {
             relaxed
         };
-        let (mut hits, stale) = show(corpus, query, plan.budget, page);
+        let (mut hits, stale) = show(corpus, [query, &loose], plan.budget, page);
         for hit in &mut hits {
             hit.score = relative(hit.score, best);
         }
@@ -276,8 +284,14 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
     Ok(result)
 }
 
-/// Every scope's matches: the total, the best score, and the top `need` of each.
-fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Result<Ranking> {
+/// Every scope's matches of `query`: the total, the best score, and the top `need` of each.
+fn rank(
+    corpus: &impl Corpus,
+    plan: &Plan,
+    query: &Query,
+    combine: Combine,
+    need: usize,
+) -> Result<Ranking> {
     let mut out = Ranking::default();
     for (scope, prefix) in plan.scopes {
         let filter = Filter {
@@ -285,7 +299,7 @@ fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Res
             ..plan.filter
         };
         let indexed = corpus.with_index(scope.store, |index| {
-            index.query_page(&plan.query.clauses, combine, &filter, plan.order, 0, need)
+            index.query_page(&query.clauses, combine, &filter, plan.order, 0, need)
         })?;
         match indexed {
             Some(Ok(page)) => {
@@ -307,7 +321,7 @@ fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Res
                 if let Some(Err(e)) = other {
                     tracing::warn!(error = %e, "index query failed; scanning");
                 }
-                let rows = scan(corpus, plan.query, scope, &filter, combine)?;
+                let rows = scan(corpus, query, scope, &filter, combine)?;
                 out.total += rows.len();
                 out.complete += rows.len();
                 out.best = rows.iter().map(|c| c.score).fold(out.best, f64::max);
@@ -318,11 +332,12 @@ fn rank(corpus: &impl Corpus, plan: &Plan, combine: Combine, need: usize) -> Res
     Ok(out)
 }
 
-/// Reads each hit to show it. Returns the hits and whether any was stale (its file
+/// Reads each hit to show it, by the lines that match `[query, relaxed]` (the second for
+/// a hit of the relaxed stage). Returns the hits and whether any was stale (its file
 /// changed since it was indexed, or no longer matches).
 fn show<'c>(
     corpus: &impl Corpus,
-    query: &Query,
+    [strict, relaxed]: [&Query; 2],
     budget: usize,
     page: impl Iterator<Item = &'c Candidate>,
 ) -> (Vec<SearchHit>, bool) {
@@ -347,6 +362,11 @@ fn show<'c>(
             corpus.resync(&c.path);
             stale = true;
             continue;
+        };
+        let query = if c.partial && c.lexical {
+            relaxed
+        } else {
+            strict
         };
         let shown = match shown_lines(query, &doc.text, 3) {
             Some(shown) => Some(shown),

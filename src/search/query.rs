@@ -3,6 +3,14 @@
 //! out when the query has other words, so a question is searched by its content words;
 //! `"quoted phrases"` match adjacent words exactly, `prefix*` matches word beginnings.
 //! Anything else (operators, punctuation, unbalanced quotes) is just text.
+//!
+//! Words written without spaces (CJK runs) are found by their pieces: an unquoted
+//! Japanese run is searched as its kanji and katakana words, its hiragana (verb endings,
+//! particles) left out, so `食べた` finds `食べる`; and the relaxed stage of a search
+//! ([`Query::relaxed`]) also looks for each two characters of an unquoted longer run, so
+//! `备份数据库` still finds `数据库备份`, after every memory that holds the whole run.
+
+use std::borrow::Cow;
 
 use super::lang::Forms;
 use super::tokenize::{Mode, TRIGRAM_RUN, cjk_runs, is_cjk, tokens};
@@ -46,6 +54,9 @@ pub enum Clause {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Query {
     pub clauses: Vec<Clause>,
+    /// Clauses only the relaxed stage adds: the two-character pieces (bigrams) of each
+    /// unquoted CJK run of [`TRIGRAM_RUN`] or more characters.
+    pub loose: Vec<Clause>,
     /// The input went past a bound (`MAX_QUERY_BYTES`, `MAX_CLAUSES`, `MAX_PHRASE_WORDS`,
     /// `MAX_PREFIXES`): only what is within them is searched.
     pub cut: bool,
@@ -58,7 +69,13 @@ impl Query {
         let mut cut = read < input.len();
         let mut rest = &input[..read];
         let forms = Forms::of_text(rest);
-        let unquoted = |text: &str, out: &mut Vec<Clause>| words(text, Some(&forms), out);
+        // Which clauses are unquoted CJK runs (their pieces may be looked for alone).
+        let mut loose_runs = Vec::new();
+        let mut unquoted = |text: &str, out: &mut Vec<Clause>| {
+            let from = out.len();
+            words(text, Some(&forms), out);
+            loose_runs.extend((from..out.len()).filter(|&i| matches!(out[i], Clause::Run(_))));
+        };
         while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
             match rest.find('"') {
                 Some(open) => {
@@ -78,7 +95,8 @@ impl Query {
             }
         }
         cut |= !rest.trim().is_empty();
-        for clause in &mut clauses {
+        let mut loose = Vec::new();
+        for (i, clause) in clauses.iter_mut().enumerate() {
             match clause {
                 Clause::Phrase(words) => {
                     cut |= words.len() > MAX_PHRASE_WORDS;
@@ -90,12 +108,17 @@ impl Query {
                         cut = true;
                         run.truncate(at);
                     }
+                    if loose_runs.contains(&i) {
+                        let chars: Vec<char> = run.chars().collect();
+                        loose.extend(chars.windows(2).map(|w| Clause::Term(w.iter().collect())));
+                    }
                 }
                 _ => {}
             }
         }
         let mut seen = std::collections::HashSet::new();
         clauses.retain(|c| seen.insert(c.clone()));
+        loose.retain(|c| seen.insert(c.clone()));
         // A question's words such as `what`, `did`, `the` would make every memory that
         // lacks one fail the query: they are left out when there is anything else.
         let content =
@@ -110,43 +133,129 @@ impl Query {
         });
         cut |= prefixes > MAX_PREFIXES || clauses.len() > MAX_CLAUSES;
         clauses.truncate(MAX_CLAUSES);
-        Query { clauses, cut }
+        loose.truncate(MAX_CLAUSES.saturating_sub(clauses.len()));
+        Query {
+            clauses,
+            loose,
+            cut,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
         self.clauses.is_empty()
     }
+
+    /// The query of a search's relaxed stage, which a memory meets by holding any one of
+    /// its clauses: these clauses and the [`loose`](Query::loose) pieces of its CJK runs.
+    pub fn relaxed(&self) -> Query {
+        Query {
+            clauses: self.clauses.iter().chain(&self.loose).cloned().collect(),
+            loose: Vec::new(),
+            cut: self.cut,
+        }
+    }
 }
 
-/// Unquoted words (`forms`: found by their word forms) or a quoted one (`None`: exactly).
+/// Unquoted words (`forms`: found by their word forms, a Japanese run by its pieces) or a
+/// quoted one (`None`: exactly).
 fn words(text: &str, forms: Option<&Forms>, out: &mut Vec<Clause>) {
     for raw in text.split_whitespace() {
-        let prefix = raw.ends_with('*');
-        let toks: Vec<String> = tokens(raw, Mode::Query)
-            .into_iter()
-            .map(|t| t.text)
-            .collect();
-        match toks.len() {
-            0 => {}
-            1 => {
-                let t = toks.into_iter().next().unwrap_or_default();
-                let one_char = t.chars().count() == 1;
-                let single_cjk = one_char && t.chars().all(is_cjk);
-                // `x*` would be every word that begins with one letter: the word itself.
-                out.push(if single_cjk || (prefix && !one_char) {
-                    Clause::Prefix(t)
-                } else {
-                    word(t, forms)
-                });
+        if forms.is_some() && !raw.ends_with('*') {
+            for piece in japanese_words(raw).split_whitespace() {
+                word_clauses(piece, forms, out);
             }
-            _ if prefix => {
-                let mut toks = toks;
-                let last = toks.pop().unwrap_or_default();
-                out.push(Clause::Phrase(toks));
-                out.push(Clause::Prefix(last));
-            }
-            _ => out.push(phrase_or_run(raw, toks)),
+        } else {
+            word_clauses(raw, forms, out);
         }
+    }
+}
+
+/// A Japanese word is written in kanji or katakana with its ending in hiragana (`食べる`,
+/// `食べた`), and hiragana particles join a phrase's words into one run (`新宿で食べる`):
+/// each CJK run of `raw` that holds kana is cut into its kanji and katakana pieces, the
+/// hiragana left out (a run of hiragana alone stays whole), so that each piece is found
+/// whatever its ending and wherever it stands. Other text is left as it is.
+fn japanese_words(raw: &str) -> Cow<'_, str> {
+    #[derive(Clone, Copy, PartialEq, Eq)]
+    enum Script {
+        Hiragana,
+        Katakana,
+        Other,
+    }
+    let script = |c: char| match c as u32 {
+        0x3040..=0x309F => Script::Hiragana,
+        0x30A0..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9F => Script::Katakana,
+        _ => Script::Other,
+    };
+    let mut out = String::with_capacity(raw.len());
+    let mut changed = false;
+    let mut run = String::new();
+    let mut flush = |run: &mut String, out: &mut String| {
+        let scripts: Vec<Script> = run.chars().map(script).collect();
+        let kana = scripts.iter().any(|&s| s != Script::Other);
+        let hiragana_only = scripts.iter().all(|&s| s == Script::Hiragana);
+        if !kana || hiragana_only {
+            out.push_str(run);
+        } else {
+            let mut last = None;
+            for (c, s) in run.chars().zip(scripts) {
+                if s == Script::Hiragana {
+                    out.push(' ');
+                } else {
+                    if last.is_some_and(|l| l != s) {
+                        out.push(' ');
+                    }
+                    out.push(c);
+                }
+                last = Some(s);
+            }
+            changed = true;
+        }
+        run.clear();
+    };
+    for c in raw.chars() {
+        if is_cjk(c) {
+            run.push(c);
+        } else {
+            flush(&mut run, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut run, &mut out);
+    if changed {
+        Cow::Owned(out)
+    } else {
+        Cow::Borrowed(raw)
+    }
+}
+
+/// The clauses of one whitespace-separated word of a query.
+fn word_clauses(raw: &str, forms: Option<&Forms>, out: &mut Vec<Clause>) {
+    let prefix = raw.ends_with('*');
+    let toks: Vec<String> = tokens(raw, Mode::Query)
+        .into_iter()
+        .map(|t| t.text)
+        .collect();
+    match toks.len() {
+        0 => {}
+        1 => {
+            let t = toks.into_iter().next().unwrap_or_default();
+            let one_char = t.chars().count() == 1;
+            let single_cjk = one_char && t.chars().all(is_cjk);
+            // `x*` would be every word that begins with one letter: the word itself.
+            out.push(if single_cjk || (prefix && !one_char) {
+                Clause::Prefix(t)
+            } else {
+                word(t, forms)
+            });
+        }
+        _ if prefix => {
+            let mut toks = toks;
+            let last = toks.pop().unwrap_or_default();
+            out.push(Clause::Phrase(toks));
+            out.push(Clause::Prefix(last));
+        }
+        _ => out.push(phrase_or_run(raw, toks)),
     }
 }
 
@@ -263,6 +372,49 @@ mod tests {
         check("what is it", &[w("what"), w("is"), w("it")]);
         check("\"the\" tests", &[t("the"), stem("tests", "test")]);
         check("\"testing\"", &[t("testing")]);
+    }
+
+    #[test]
+    fn japanese_runs_are_searched_by_their_kanji_and_katakana() {
+        let p = |s: &str| Clause::Prefix(s.into());
+        let run = |s: &str| Clause::Run(s.into());
+        check("食べた", &[p("食")]);
+        check("新宿で食べる", &[t("新宿"), p("食")]);
+        check("大阪から引っ越す", &[t("大阪"), p("引"), p("越")]);
+        check("ハッシュ化した", &[run("ハッシュ"), p("化")]);
+        check(
+            "金曜日にデプロイを行う",
+            &[run("金曜日"), run("デプロイ"), p("行")],
+        );
+        // Hiragana alone, katakana alone, Chinese: whole, as before.
+        check("ありがとう", &[run("ありがとう")]);
+        check("メモリ", &[run("メモリ")]);
+        check("备份数据库", &[run("备份数据库")]);
+        // Quoted, or as a prefix, exactly as typed.
+        check("\"新宿で食べる\"", &[run("新宿で食べる")]);
+        check("食べ*", &[p("食べ")]);
+    }
+
+    #[test]
+    fn the_relaxed_stage_adds_the_pieces_of_unquoted_runs() {
+        let loose = |input: &str| Query::parse(input).loose;
+        let bigrams = |s: &[&str]| s.iter().map(|b| t(b)).collect::<Vec<_>>();
+        assert_eq!(
+            loose("备份数据库"),
+            bigrams(&["备份", "份数", "数据", "据库"])
+        );
+        assert_eq!(loose("数据库 数据"), bigrams(&["据库"]));
+        assert_eq!(
+            loose("金曜日にデプロイ"),
+            bigrams(&["金曜", "曜日", "デプ", "プロ", "ロイ"])
+        );
+        assert_eq!(loose("\"备份数据库\" rust"), []);
+        assert_eq!(loose("数据 rust"), []);
+        let q = Query::parse("备份数据库");
+        assert_eq!(q.relaxed().clauses.len(), 5);
+        assert_eq!(q.relaxed().clauses[0], Clause::Run("备份数据库".into()));
+        let many = Query::parse(&"数据库".repeat(100));
+        assert!(many.relaxed().clauses.len() <= MAX_CLAUSES);
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub struct SearchParams {
     /// found in any of their forms (`deploying` finds `deployment`); a question's stopwords
     /// (`what`, `the`) are ignored. `"quoted phrase"` matches adjacent words exactly;
     /// `pref*` matches word beginnings. Case and punctuation do not matter; Chinese,
-    /// Japanese and Korean work without spaces.
+    /// Japanese and Korean work without spaces (`食べた` finds `食べる`).
     pub query: String,
     /// Only search under this folder (or in this file), e.g. `/memories/projects/`.
     #[serde(default)]
