@@ -31,8 +31,12 @@
 //! CC BY-NC 4.0, so it is not in this repository: pass its path, or a file holding some of
 //! its conversations, with `--locomo`). Each conversation is one store, in two layouts:
 //! one memory per dialog turn (`(session date) Speaker: text`, file named after the
-//! turn's `dia_id`) and one memory per session (the date, then a line per turn). Recall is
-//! computed as LoCoMo's `task_eval/evaluation.py` computes it:
+//! turn's `dia_id`) and one memory per session (the date, then a line per turn). A turn
+//! that shares an image carries its caption as LoCoMo's own retrieval units do
+//! (`text and shared <blip_caption>`, its `task_eval/rag_utils.py`), so the figures
+//! compare with the paper's; `--without-captions` leaves captions out (the layout of this
+//! bench's figures before 2026-11-27). Recall is computed as LoCoMo's
+//! `task_eval/evaluation.py` computes it:
 //!
 //! - a question's evidence is its list of `dia_id`s, each entry split on `[;,\s]` (a few
 //!   entries hold two ids); questions with no evidence are left out;
@@ -153,6 +157,10 @@ struct Args {
     /// generated memory).
     #[arg(long)]
     scale_hybrid: bool,
+    /// Leave shared images' captions out of LoCoMo's memories (this bench's layout before
+    /// 2026-11-27; LoCoMo's own retrieval units hold them).
+    #[arg(long)]
+    without_captions: bool,
 }
 
 /// One column: a binary and how it is started.
@@ -212,7 +220,13 @@ async fn main() -> anyhow::Result<()> {
     }
 
     let locomo = match &args.locomo {
-        Some(path) => Some(Locomo::load(path)?),
+        Some(path) => {
+            let mut l = Locomo::load(path)?;
+            if args.without_captions {
+                l.drop_captions();
+            }
+            Some(l)
+        }
         None => None,
     };
     let ml_path = args.multilingual.clone().unwrap_or_else(|| {
@@ -351,6 +365,8 @@ struct Turn {
     dia_id: String,
     speaker: String,
     text: String,
+    /// The caption of an image the turn shares (`blip_caption`).
+    caption: Option<String>,
 }
 
 struct Question {
@@ -366,6 +382,16 @@ struct Memory {
     path: String,
     text: String,
     key: String,
+}
+
+impl Turn {
+    /// `Speaker: text`, and ` and shared <caption>` for a turn that shares an image.
+    fn line(&self) -> String {
+        match &self.caption {
+            Some(caption) => format!("{}: {} and shared {caption}", self.speaker, self.text),
+            None => format!("{}: {}", self.speaker, self.text),
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -414,6 +440,10 @@ impl Locomo {
                             dia_id: field("dia_id"),
                             speaker: field("speaker"),
                             text: field("text"),
+                            caption: t["blip_caption"]
+                                .as_str()
+                                .filter(|c| !c.trim().is_empty())
+                                .map(str::to_owned),
                         }
                     })
                     .collect();
@@ -457,6 +487,13 @@ impl Locomo {
         Ok(Locomo { conversations })
     }
 
+    fn drop_captions(&mut self) {
+        let turns = self.conversations.iter_mut().flat_map(|c| &mut c.sessions);
+        for t in turns.flat_map(|s| &mut s.turns) {
+            t.caption = None;
+        }
+    }
+
     fn questions(&self) -> Vec<&Question> {
         self.conversations
             .iter()
@@ -476,7 +513,7 @@ impl Locomo {
                         .collect();
                     out.push(Memory {
                         path: format!("/t-{}/{file}.md", c.store),
-                        text: format!("({}) {}: {}\n", s.date, t.speaker, t.text),
+                        text: format!("({}) {}\n", s.date, t.line()),
                         key: t.dia_id.clone(),
                     });
                 }
@@ -491,7 +528,7 @@ impl Locomo {
             for s in &c.sessions {
                 let mut text = format!("({})\n", s.date);
                 for t in &s.turns {
-                    let _ = writeln!(text, "{}: {}", t.speaker, t.text);
+                    let _ = writeln!(text, "{}", t.line());
                 }
                 out.push(Memory {
                     path: format!("/s-{}/S{}.md", c.store, s.number),
@@ -1279,5 +1316,40 @@ mod tests {
         let turns = l.turn_units();
         assert_eq!(turns[0].path, "/t-sample-1/D1-1.md");
         assert_eq!(turns[0].text, "(1 May 2023) A: hi\n");
+    }
+
+    #[test]
+    fn a_shared_image_is_in_the_memory_as_its_caption() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locomo.json");
+        let data = json!([{
+            "sample_id": "s",
+            "conversation": {
+                "session_1_date_time": "1 May 2023",
+                "session_1": [
+                    {"speaker": "A", "dia_id": "D1:1", "text": "look",
+                     "img_url": ["x"], "blip_caption": "a photo of a dog", "query": "dog"},
+                    {"speaker": "B", "dia_id": "D1:2", "text": "nice", "blip_caption": " "},
+                ],
+            },
+            "qa": [{"question": "q", "evidence": ["D1:1"], "category": 4}],
+        }]);
+        std::fs::write(&path, data.to_string()).unwrap();
+        let mut l = Locomo::load(&path).unwrap();
+        let turns = l.turn_units();
+        assert_eq!(
+            turns[0].text,
+            "(1 May 2023) A: look and shared a photo of a dog\n"
+        );
+        assert_eq!(
+            turns[1].text, "(1 May 2023) B: nice\n",
+            "a blank caption is none"
+        );
+        assert_eq!(
+            l.session_units()[0].text,
+            "(1 May 2023)\nA: look and shared a photo of a dog\nB: nice\n"
+        );
+        l.drop_captions();
+        assert_eq!(l.turn_units()[0].text, "(1 May 2023) A: look\n");
     }
 }

@@ -2261,3 +2261,18 @@ async fn console_takes_the_body_limit_and_host_names_of_serve_http() {
         small
     );
 }
+
+#[tokio::test]
+async fn the_console_brings_its_index_up_to_date_before_any_request() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let index_dir = sandbox.tmp.path().join("index");
+    let mut served =
+        Served::console_indexed(&store, &["--index-dir", index_dir.to_str().unwrap()]).await;
+    // No request is made: the index is built at start-up, as `memdir serve` does, so
+    // the first search or review page does not pay for it.
+    served
+        .log
+        .wait_for("store /memories: building the search index from the files")
+        .await;
+}

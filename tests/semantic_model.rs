@@ -433,3 +433,104 @@ async fn postgresql_stores_share_vectors_between_machines() {
     assert_eq!(summary["vectors"]["from_database"], 3, "{summary}");
     assert_eq!(summary["vectors"]["embedded"], 0, "{summary}");
 }
+
+#[tokio::test]
+async fn unusable_shared_vectors_are_embedded_again_and_replaced() {
+    let pg = pg::PgServer::start();
+    let db = pg::unique_db("badvectors");
+    pg.create_db(&db);
+    let store = format!("memories={}", pg.url(&db));
+    let model = model();
+    let reindex = |index: &Path| {
+        let (ok, out, err) = run(&[
+            "reindex",
+            "--store",
+            &store,
+            "--index-dir",
+            index.to_str().unwrap(),
+            "--semantic",
+            "--model",
+            &model,
+            "--json",
+        ]);
+        assert!(ok, "{err}");
+        let summary: Value = serde_json::from_str(&out).unwrap();
+        summary["vectors"].clone()
+    };
+    let first = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &[
+            "--store",
+            &store,
+            "--index-dir",
+            first.path().to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    for (path, text) in [
+        ("/memories/feedback/mocks.md", MOCKS),
+        ("/memories/projects/pipeline.md", PIPELINE),
+        ("/memories/user/short.md", SHORT),
+    ] {
+        server
+            .ok("memory_write", json!({"path": path, "content": text}))
+            .await;
+    }
+    server.stop().await;
+    let vectors = reindex(first.path());
+    assert_eq!(vectors["embedded"], 3, "{vectors}");
+    let width: usize = pg
+        .psql(
+            &db,
+            "SELECT DISTINCT octet_length(vector) FROM memdir_vectors",
+        )
+        .parse()
+        .unwrap();
+    // Another writer of the database spoils every shared vector: NaNs, a cut blob, and
+    // numbers far from a unit vector.
+    pg.psql(
+        &db,
+        &format!(
+            "WITH r AS (SELECT sha256, row_number() OVER (ORDER BY sha256) AS n FROM memdir_vectors)
+             UPDATE memdir_vectors v SET vector = CASE r.n
+                 WHEN 1 THEN decode(repeat('0000c07f', {n}), 'hex')
+                 WHEN 2 THEN substring(v.vector FROM 1 FOR 100)
+                 ELSE decode(repeat('00002042', {n}), 'hex') END
+             FROM r WHERE r.sha256 = v.sha256",
+            n = width / 4
+        ),
+    );
+    // A machine with an empty index takes none of them: it embeds the three itself ...
+    let second = tempfile::tempdir().unwrap();
+    let vectors = reindex(second.path());
+    assert_eq!(vectors["from_database"], 0, "{vectors}");
+    assert_eq!(vectors["embedded"], 3, "{vectors}");
+    let server = Server::start(
+        &[
+            "--store",
+            &store,
+            "--index-dir",
+            second.path().to_str().unwrap(),
+            "--semantic",
+            "--model",
+            &model,
+        ],
+        &[],
+    )
+    .await;
+    for (query, want) in [
+        ("build automation", "/memories/projects/pipeline.md"),
+        ("should tests use fakes?", "/memories/feedback/mocks.md"),
+    ] {
+        let out = search(&server, json!({"query": query})).await;
+        assert_eq!(out["pending_vectors"], 0, "{out}");
+        assert_eq!(paths(&out)[0], want, "{query}: {out}");
+    }
+    server.stop().await;
+    // ... and shares them in their place, so the next machine takes them all.
+    let third = tempfile::tempdir().unwrap();
+    let vectors = reindex(third.path());
+    assert_eq!(vectors["from_database"], 3, "{vectors}");
+    assert_eq!(vectors["embedded"], 0, "{vectors}");
+}

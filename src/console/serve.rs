@@ -39,6 +39,10 @@ pub async fn serve(
     let (once, token) = OneTime::new(&options.actor);
     let memdir = Arc::new(memdir);
     memdir.start_backfill();
+    // As `serve` does: the first search or review page should not pay for bringing an
+    // index up to date with its files.
+    let warming = Arc::clone(&memdir);
+    tokio::task::spawn_blocking(move || crate::memory::sync::warm_indexes(&warming));
     let console = Arc::new(Console::new(
         memdir,
         Gate::new(local.ip(), &options.allow_hosts, &[]),

@@ -223,6 +223,23 @@ impl Memdir {
                     tracing::warn!(error = %e, "reading shared vectors failed");
                     Vec::new()
                 });
+                // Anyone who may write the store may write this table: a vector that is
+                // not a unit vector of the model's width (corrupt, or another engine's)
+                // could rank its memory first or spoil every score of the fusion. Such a
+                // memory is embedded here instead.
+                let dim = m.model.dim();
+                let total = shared.len();
+                let shared: Vec<_> = shared
+                    .into_iter()
+                    .filter(|(_, v, _)| is_unit_vector(v, dim))
+                    .collect();
+                if shared.len() < total {
+                    tracing::warn!(
+                        store = %store.name,
+                        rejected = total - shared.len(),
+                        "shared vectors that are not unit vectors of the model's width were left out"
+                    );
+                }
                 if !shared.is_empty() {
                     let have: HashSet<String> = shared.iter().map(|s| s.0.clone()).collect();
                     let shared = shared
@@ -349,4 +366,12 @@ fn lower_priority() {
     if let Err(e) = rustix::process::setpriority_process(None, 19) {
         tracing::debug!(error = %e, "could not lower the backfill thread's priority");
     }
+}
+
+/// Whether `v` can be a vector of the model: `dim` finite numbers of length 1 (as every
+/// vector it makes is normalised; the tolerance covers another machine's rounding).
+fn is_unit_vector(v: &[f32], dim: usize) -> bool {
+    v.len() == dim
+        && v.iter().all(|x| x.is_finite())
+        && (v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() - 1.0).abs() < 1e-3
 }

@@ -6,10 +6,47 @@
 
 use super::matching::DocMatch;
 
-/// Term-frequency saturation, as FTS5's `bm25()`.
-pub const K1: f64 = 1.2;
-/// Document-length normalisation, as FTS5's `bm25()`.
-pub const B: f64 = 0.75;
+/// Term-frequency saturation. FTS5's `bm25()` has 1.2; memdir's memories are short (a
+/// note, a dialog turn), where a lower saturation and a flatter length normalisation rank
+/// better (docs/decisions/search-engine.md, "BM25's constants").
+pub const K1: f64 = 0.6;
+/// Document-length normalisation (FTS5's `bm25()`: 0.75).
+pub const B: f64 = 0.3;
+/// FTS5's own `bm25()` constants: the index's tests rank with them to compare its
+/// ranking function with `bm25()` bit for bit ([`with_constants`]).
+#[cfg(test)]
+pub const FTS5: (f64, f64) = (1.2, 0.75);
+
+#[cfg(test)]
+thread_local! {
+    static CONSTANTS: std::cell::Cell<(f64, f64)> = const { std::cell::Cell::new((K1, B)) };
+}
+
+/// The (k1, b) in force: [`K1`] and [`B`], or a test's.
+#[cfg(not(test))]
+fn constants() -> (f64, f64) {
+    (K1, B)
+}
+
+#[cfg(test)]
+fn constants() -> (f64, f64) {
+    CONSTANTS.with(std::cell::Cell::get)
+}
+
+/// Runs `f` with BM25's constants `(k1, b)` on this thread (the index ranks on the
+/// calling thread), then puts [`K1`] and [`B`] back.
+#[cfg(test)]
+pub fn with_constants<T>(constants: (f64, f64), f: impl FnOnce() -> T) -> T {
+    struct Restore;
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CONSTANTS.with(|c| c.set((K1, B)));
+        }
+    }
+    CONSTANTS.with(|c| c.set(constants));
+    let _restore = Restore;
+    f()
+}
 
 /// What an occurrence as another form of a word counts for, against 1 for the word as
 /// typed (the index's stem column weight; the scan's form frequencies).
@@ -34,7 +71,8 @@ pub const IMPORTANCE_STEP: f64 = 0.05;
 /// tokens where the average is `avg_len`. Written in the order of FTS5's `bm25()`, whose
 /// floating-point steps the index's ranking function repeats.
 pub fn term_weight(tf: f64, len: f64, avg_len: f64) -> f64 {
-    (tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * len / avg_len))
+    let (k1, b) = constants();
+    (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * len / avg_len))
 }
 
 /// The inverse document frequency as FTS5 computes it: `hits` of `rows` documents hold

@@ -1,5 +1,6 @@
 //! `memdir_rank`: an FTS5 ranking function that computes FTS5's own `bm25()` with the
-//! same constants, column weights and floating-point steps, minus two costs that dominate
+//! same column weights and floating-point steps, and memdir's constants k1 and b
+//! (`search::bm25`; `bm25()` fixes them at 1.2 and 0.75), minus two costs that dominate
 //! queries with thousands of matches (measured at 10k files: a word in 92% of files spent
 //! 3.3 of its 5.5 ms in the first, a 4-trigram Korean word 1.3 of 4.3 ms in the second):
 //!
@@ -21,10 +22,10 @@
 //! also collects the row, so the statement need only count them
 //! ([`Lengths::take_collected`]).
 //!
-//! Everything else is `bm25()` itself (the constants and term weight of `search::bm25`),
-//! `avgdl` from the table totals once per query, term frequency summed with the column
-//! weights. The index's tests check scores equal to `bm25()` across clause kinds, filters
-//! and updates.
+//! Everything else is `bm25()` itself (the term weight of `search::bm25`), `avgdl` from
+//! the table totals once per query, term frequency summed with the column weights. The
+//! index's tests rank with `bm25()`'s constants and check scores equal to `bm25()`'s,
+//! bit for bit, across clause kinds, filters and updates.
 //!
 //! This is the one module with FFI in the index: the FTS5 extension API is C, and
 //! rusqlite has no safe wrapper for it. Every `unsafe` block states why it holds.

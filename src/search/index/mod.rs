@@ -778,7 +778,10 @@ mod tests {
                     };
                     let want = reference(index, &q, combine, &scope);
                     let (total, page) =
-                        index.query(&q.clauses, combine, &scope, 0, 10_000).unwrap();
+                        crate::search::bm25::with_constants(crate::search::bm25::FTS5, || {
+                            index.query(&q.clauses, combine, &scope, 0, 10_000)
+                        })
+                        .unwrap();
                     let got: Vec<(String, f64)> =
                         page.into_iter().map(|r| (r.rel, r.score)).collect();
                     assert_eq!(

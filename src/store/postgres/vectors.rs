@@ -65,11 +65,16 @@ impl PgStore {
             .collect())
     }
 
-    /// Shares vectors of contents under `model` (a content already shared is kept).
+    /// Shares vectors of contents under `model`. A content already shared is replaced:
+    /// a machine embeds a content the table has only when it found the shared vector
+    /// unusable (or when two machines embed it at once, with the same result).
     pub fn share_vectors(&self, model: &str, vectors: &[SharedVector]) -> Result<()> {
         if vectors.is_empty() || self.read_only {
             return Ok(());
         }
+        // One row per content: an upsert may not touch a row twice in one statement.
+        let mut seen = std::collections::HashSet::new();
+        let vectors: Vec<&SharedVector> = vectors.iter().filter(|v| seen.insert(&v.0)).collect();
         let shas: Vec<&str> = vectors.iter().map(|v| v.0.as_str()).collect();
         let blobs: Vec<Vec<u8>> = vectors.iter().map(|v| encode(&v.1)).collect();
         let scripts: Vec<i16> = vectors.iter().map(|v| i16::from(v.2)).collect();
@@ -79,7 +84,8 @@ impl PgStore {
                     "INSERT INTO memdir_vectors (model, sha256, vector, script)
                      SELECT $1, s, v, c FROM unnest($2::text[], $3::bytea[], $4::smallint[])
                         AS t(s, v, c)
-                     ON CONFLICT DO NOTHING",
+                     ON CONFLICT (model, sha256)
+                        DO UPDATE SET vector = EXCLUDED.vector, script = EXCLUDED.script",
                     &[&model, &shas, &blobs, &scripts],
                 )
             };
