@@ -95,7 +95,12 @@ const TURN_KS: [usize; 5] = [1, 5, 10, 25, 50];
 const SESSION_KS: [usize; 4] = [1, 2, 5, 10];
 const MULTILINGUAL_K: usize = 5;
 const KINDS: [&str; 4] = ["exact", "word-form", "paraphrase", "cross-language"];
-const LANGS: [&str; 5] = ["en", "ru", "zh", "ja", "ko"];
+/// The five languages of the committed set first, then the others memdir stems
+/// (`src/search/lang.rs`), so that a set of one's own may use them too.
+const LANGS: [&str; 21] = [
+    "en", "ru", "zh", "ja", "ko", "de", "fr", "es", "it", "pt", "nl", "sv", "no", "da", "fi", "hu",
+    "ro", "tr", "el", "ar", "ta",
+];
 /// The store of the multilingual set.
 const ML_STORE: &str = "ml";
 /// The store of the generated corpus at scale (the query kinds' paths name it).
