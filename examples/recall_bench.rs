@@ -1271,6 +1271,31 @@ mod tests {
         s.split_whitespace().map(str::to_owned).collect()
     }
 
+    /// Both committed sets load: ids unique and known, languages and kinds known.
+    #[test]
+    fn the_committed_multilingual_sets_are_well_formed() {
+        for (file, memories, queries) in [
+            ("recall-multilingual.json", 125, 125),
+            ("recall-multilingual-check.json", 161, 166),
+        ] {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("examples/data")
+                .join(file);
+            let set = Multilingual::load(&path).unwrap();
+            assert_eq!(set.memories.len(), memories, "{file}");
+            assert_eq!(set.queries.len(), queries, "{file}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.json");
+        std::fs::write(
+            &bad,
+            r#"{"about": "", "memories": [{"id": "a", "lang": "xx", "text": "t"}], "queries": []}"#,
+        )
+        .unwrap();
+        let err = Multilingual::load(&bad).err().unwrap().to_string();
+        assert!(err.contains("language `xx`"), "{err}");
+    }
+
     /// (evidence, ranked keys, k, unit, expected recall)
     #[test]
     fn recall_is_evaluation_py_s() {
