@@ -450,6 +450,17 @@ fn search(
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;
+    // Said first, and also before "no memory matches": an empty answer from a store whose
+    // vectors were never computed is not a search by meaning.
+    if let Some(c) = r.coverage
+        && c.pending() > 0
+        && !json
+    {
+        println!(
+            "(meaning covers {} of {} memories: run `memdir reindex --semantic` to embed the rest)",
+            c.covered, c.total
+        );
+    }
     if r.hits.is_empty() && !json {
         let query = crate::text::head_chars(query, 200);
         match path {
@@ -460,15 +471,6 @@ fn search(
     }
     if r.relaxed && !json {
         println!("(few memories have every word; partial matches follow them)");
-    }
-    if let Some(c) = r.coverage
-        && c.pending() > 0
-        && !json
-    {
-        println!(
-            "(meaning covers {} of {} memories: run `memdir reindex --semantic` to embed the rest)",
-            c.covered, c.total
-        );
     }
     for h in r.hits {
         if json {

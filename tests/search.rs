@@ -868,6 +868,49 @@ async fn phrases_and_prefixes_stay_exact() {
     s.stop().await;
 }
 
+/// An unquoted word written joined (`Export-Jobs`, `build-stages`) is first looked for as
+/// written; when nothing has it, each of its words is, by its forms. Quoted, it stays exact.
+#[tokio::test]
+async fn a_joined_word_is_found_by_its_words_in_other_forms() {
+    let sb = Sandbox::new();
+    for (name, text) in [
+        (
+            "export.md",
+            "Wenn der Export-Job hängt, einfach den Pod löschen.\n",
+        ),
+        ("build.md", "The build stage caches its dependencies.\n"),
+        ("lunch.md", "Lunch is at noon on Fridays.\n"),
+    ] {
+        std::fs::write(sb.store().join(name), text).unwrap();
+    }
+    let index = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for s in [&index, &scan] {
+        for (query, expect) in [
+            ("Export-Jobs", "/memories/export.md"),
+            (
+                "Was tun, wenn Export-Jobs hängen bleiben?",
+                "/memories/export.md",
+            ),
+            ("build-stages", "/memories/build.md"),
+        ] {
+            let r = s.ok("memory_search", json!({"query": query})).await;
+            assert_eq!(r["hits"][0]["path"], expect, "{query}: {r}");
+            assert_eq!(r["relaxed"], true, "{query}: {r}");
+        }
+        // Written as in the memory, it is found without relaxing.
+        let r = s.ok("memory_search", json!({"query": "Export-Job"})).await;
+        assert_eq!(r["hits"][0]["path"], "/memories/export.md", "{r}");
+        assert_eq!(r["relaxed"], false, "{r}");
+        for query in ["\"Export-Jobs\"", "\"build-stages\""] {
+            let r = s.ok("memory_search", json!({"query": query})).await;
+            assert_eq!(r["total_hits"], 0, "quoted stays exact: {query}: {r}");
+        }
+    }
+    index.stop().await;
+    scan.stop().await;
+}
+
 #[tokio::test]
 async fn an_index_of_an_older_format_is_rebuilt() {
     let sb = Sandbox::new();

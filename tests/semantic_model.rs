@@ -380,6 +380,49 @@ async fn reindex_computes_every_vector_once() {
     server.stop().await;
 }
 
+/// `memdir search --semantic` embeds nothing itself: on memories without vectors it says
+/// how few meaning covers, also when nothing matches, and finds them once reindexed.
+#[test]
+fn the_cli_says_what_meaning_covers_even_when_nothing_matches() {
+    let place = Place::new();
+    fill(&place);
+    let (store, index, model) = (place.store(), place.index(), model());
+    let common = ["--root", &store, "--index-dir", &index];
+    let meaning = ["--semantic", "--model", &model];
+    // No word of the query is in any memory.
+    let search: Vec<&str> = ["search", "CI/CD"]
+        .iter()
+        .chain(&common)
+        .chain(&meaning)
+        .copied()
+        .collect();
+
+    let (ok, out, err) = run(&search);
+    assert!(ok, "{err}");
+    assert!(out.contains("no memory matches"), "{out}");
+    assert!(
+        out.contains("meaning covers 0 of 4 memories") && out.contains("memdir reindex --semantic"),
+        "an empty answer says that meaning has not looked: {out}"
+    );
+
+    let reindex: Vec<&str> = ["reindex"]
+        .iter()
+        .chain(&common)
+        .chain(&meaning)
+        .copied()
+        .collect();
+    let (ok, _, err) = run(&reindex);
+    assert!(ok, "{err}");
+    let (ok, out, err) = run(&search);
+    assert!(ok, "{err}");
+    assert!(!out.contains("meaning covers"), "{out}");
+    let first = out.lines().find(|l| l.starts_with('/'));
+    assert!(
+        first.is_some_and(|l| l.starts_with("/memories/projects/pipeline.md")),
+        "found by meaning once embedded: {out}"
+    );
+}
+
 #[tokio::test]
 async fn postgresql_stores_share_vectors_between_machines() {
     let pg = pg::PgServer::start();

@@ -199,9 +199,9 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         return Ok(result);
     }
     let need = plan.offset + plan.limit;
-    // With meaning on, a CJK word's pieces are not looked for apart: meaning finds its
-    // other forms and orders, and the pieces' weak matches outranked memories in other
-    // languages (docs/decisions/search-engine.md).
+    // With meaning on, the pieces of a CJK word or of a joined word are not looked for
+    // apart: meaning finds its other forms and orders, and the pieces' weak matches
+    // outranked memories in other languages (docs/decisions/search-engine.md).
     let loose = match plan.meaning {
         Some(_) => query.clone(),
         None => query.relaxed(),

@@ -55,7 +55,8 @@ pub enum Clause {
 pub struct Query {
     pub clauses: Vec<Clause>,
     /// Clauses only the relaxed stage adds: the two-character pieces (bigrams) of each
-    /// unquoted CJK run of [`TRIGRAM_RUN`] or more characters.
+    /// unquoted CJK run of [`TRIGRAM_RUN`] or more characters, and the words of each
+    /// unquoted joined word (`Export-Jobs`, `CI/CD`), by their forms.
     pub loose: Vec<Clause>,
     /// The input went past a bound (`MAX_QUERY_BYTES`, `MAX_CLAUSES`, `MAX_PHRASE_WORDS`,
     /// `MAX_PREFIXES`): only what is within them is searched.
@@ -69,12 +70,15 @@ impl Query {
         let mut cut = read < input.len();
         let mut rest = &input[..read];
         let forms = Forms::of_text(rest);
-        // Which clauses are unquoted CJK runs (their pieces may be looked for alone).
+        // Which clauses are unquoted CJK runs or joined words (`Export-Jobs`, `CI/CD`):
+        // their pieces may be looked for alone.
         let mut loose_runs = Vec::new();
         let mut unquoted = |text: &str, out: &mut Vec<Clause>| {
             let from = out.len();
             words(text, Some(&forms), out);
-            loose_runs.extend((from..out.len()).filter(|&i| matches!(out[i], Clause::Run(_))));
+            loose_runs.extend(
+                (from..out.len()).filter(|&i| matches!(out[i], Clause::Run(_) | Clause::Phrase(_))),
+            );
         };
         while !rest.is_empty() && clauses.len() < MAX_CLAUSES {
             match rest.find('"') {
@@ -101,6 +105,17 @@ impl Query {
                 Clause::Phrase(words) => {
                     cut |= words.len() > MAX_PHRASE_WORDS;
                     words.truncate(MAX_PHRASE_WORDS);
+                    // A joined word is each of its words too, by their forms
+                    // (`Export-Jobs` finds `export job`), but only once every whole
+                    // word has failed: a one-letter piece or a stopword finds nothing.
+                    if loose_runs.contains(&i) {
+                        loose.extend(
+                            words
+                                .iter()
+                                .filter(|w| w.chars().count() > 1 && !forms.is_stopword(w))
+                                .map(|w| word(w.clone(), Some(&forms))),
+                        );
+                    }
                 }
                 // A run is matched as the phrase of its trigrams.
                 Clause::Run(run) => {
@@ -409,6 +424,12 @@ mod tests {
             bigrams(&["金曜", "曜日", "デプ", "プロ", "ロイ"])
         );
         assert_eq!(loose("\"备份数据库\" rust"), []);
+        // A joined word's words, by their forms; not its one-letter pieces, not quoted.
+        assert_eq!(
+            loose("the export-jobs and an e-mail"),
+            [w("export"), stem("jobs", "job"), w("mail")]
+        );
+        assert_eq!(loose("\"export-jobs\""), []);
         assert_eq!(loose("数据 rust"), []);
         let q = Query::parse("备份数据库");
         assert_eq!(q.relaxed().clauses.len(), 5);
