@@ -911,6 +911,47 @@ async fn a_joined_word_is_found_by_its_words_in_other_forms() {
     scan.stop().await;
 }
 
+/// Keywords alone do not say their language: a memory in Italian, Dutch or Hungarian is
+/// found by them in other forms, as a whole question in its language finds it.
+#[tokio::test]
+async fn keywords_find_other_forms_in_any_latin_language() {
+    let sb = Sandbox::new();
+    for (name, text) in [
+        (
+            "it.md",
+            "L'utente preferisce risposte brevi, senza introduzioni.\n",
+        ),
+        (
+            "nl.md",
+            "De certificaten van de testserver worden elke maand vernieuwd.\n",
+        ),
+        (
+            "hu.md",
+            "A tesztszerver tanúsítványait minden hónapban megújítjuk.\n",
+        ),
+        ("en.md", "The user prefers short answers.\n"),
+    ] {
+        std::fs::write(sb.store().join(name), text).unwrap();
+    }
+    let index = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
+    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    for s in [&index, &scan] {
+        for (query, expect) in [
+            ("risposta breve", "/memories/it.md"),
+            ("certificaat vernieuwen", "/memories/nl.md"),
+            ("tanúsítvány", "/memories/hu.md"),
+            ("short answer", "/memories/en.md"),
+        ] {
+            let r = s.ok("memory_search", json!({"query": query})).await;
+            assert_eq!(r["hits"][0]["path"], expect, "{query}: {r}");
+            let matched = r["hits"][0]["matched"].as_array().unwrap();
+            assert!(matched.contains(&json!("word forms")), "{query}: {r}");
+        }
+    }
+    index.stop().await;
+    scan.stop().await;
+}
+
 #[tokio::test]
 async fn an_index_of_an_older_format_is_rebuilt() {
     let sb = Sandbox::new();

@@ -227,6 +227,49 @@ impl Forms {
         Forms::guess(words.iter().map(String::as_str))
     }
 
+    /// Whether `text` (a query) says its Latin-script language: one Latin-script
+    /// language has more of its stopwords than any other. A query of keywords alone
+    /// (`risposta breve`), or one whose few stopwords several languages share (`ata da
+    /// reunião`), does not, and its guess is a default or a tie.
+    pub fn says_latin(text: &str) -> bool {
+        let table = stopwords();
+        let mut hits = [0u32; LATIN.len()];
+        tokenize(text, Mode::Query, |t, _, _| {
+            if let Some(&mask) = table.get(t) {
+                for (i, lang) in LATIN.iter().enumerate() {
+                    hits[i] += u32::from(mask & lang.bit() != 0);
+                }
+            }
+        });
+        let best = hits.iter().copied().max().unwrap_or(0);
+        best > 0 && hits.iter().filter(|&&h| h == best).count() == 1
+    }
+
+    /// The stems of a Latin-script `word` in the other Latin-script languages, where they
+    /// differ from its stem here (and the word is no stopword there): the forms it may
+    /// have in a memory written in one of them.
+    pub fn other_stems(&self, word: &str) -> Vec<String> {
+        if !Forms::depends_on_text(word) {
+            return Vec::new();
+        }
+        let own = self.stem(word);
+        let mut out: Vec<String> = Vec::new();
+        for &latin in LATIN.iter().filter(|&&l| l != self.latin) {
+            let there = Forms { latin };
+            if there.is_stopword(word) {
+                continue;
+            }
+            if let Some(stem) = there.stem(word)
+                && !stem.is_empty()
+                && own.as_deref() != Some(stem.as_ref())
+                && !out.iter().any(|s| *s == stem)
+            {
+                out.push(stem.into_owned());
+            }
+        }
+        out
+    }
+
     /// Whether `word` may have `stem` as its stem: their first letters agree, diacritics
     /// aside (German's stemmer turns `ü` into `u`), except in Arabic, whose stemmer also
     /// takes prefixes off. A cheap test that spares stemming most words of a document.
@@ -299,6 +342,29 @@ pub fn index_stems(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_query_of_keywords_does_not_say_its_language() {
+        assert!(Forms::says_latin("What did the user say about testing?"));
+        assert!(Forms::says_latin(
+            "Chi è responsabile della traduzione dei testi?"
+        ));
+        assert!(!Forms::says_latin("risposta breve"));
+        assert!(!Forms::says_latin("Память ответы"));
+        // `da` is a stopword of several languages, and nothing else decides.
+        assert!(!Forms::says_latin("ata da reunião"));
+        let en = Forms::default();
+        let others = en.other_stems("risposta");
+        assert!(others.iter().any(|s| s == "rispost"), "{others:?}");
+        // Its stem here is the word itself: no other stem repeats it.
+        assert!(!others.iter().any(|s| s == "risposta"), "{others:?}");
+        // English turns `tanúsítvány` into `tanúsítváni`; Hungarian leaves it whole.
+        let others = en.other_stems("tanúsítvány");
+        assert!(others.iter().any(|s| s == "tanúsítvány"), "{others:?}");
+        // Other scripts are stemmed by their script alone.
+        assert!(en.other_stems("ответы").is_empty());
+        assert!(en.other_stems("数据").is_empty());
+    }
 
     fn stems(text: &str) -> Vec<String> {
         let toks: Vec<String> =

@@ -105,8 +105,10 @@ impl<'t> Pass<'t> {
         // the tokenizer); the others are stemmed by their script.
         let latin = clauses
             .iter()
-            .any(|c| matches!(c, Clause::Word { stem, .. } if Forms::depends_on_text(stem)));
-        let stemmed = clauses.iter().any(|c| matches!(c, Clause::Word { .. }));
+            .any(|c| matches!(c, Clause::Word { stem, .. } | Clause::Stem { stem, .. } if Forms::depends_on_text(stem)));
+        let stemmed = clauses
+            .iter()
+            .any(|c| matches!(c, Clause::Word { .. } | Clause::Stem { .. }));
         let doc_forms = if latin {
             Some(Forms::of_text(text))
         } else {
@@ -145,7 +147,27 @@ impl<'t> Pass<'t> {
                                 false
                             }
                         }
-                        Clause::Word { .. } | Clause::Phrase(_) | Clause::Run(_) => false,
+                        Clause::Stem { stem, itself } if !tail => {
+                            let form = if t == stem {
+                                *itself
+                            } else {
+                                doc_forms.is_some_and(|f| {
+                                    Forms::may_stem_to(t, stem)
+                                        && *memo
+                                            .entry((t.to_owned(), ci))
+                                            .or_insert_with(|| f.is_form_of(t, stem))
+                                })
+                            };
+                            if form {
+                                forms[ci] += 1;
+                                hits.push((li, ci));
+                            }
+                            false
+                        }
+                        Clause::Word { .. }
+                        | Clause::Stem { .. }
+                        | Clause::Phrase(_)
+                        | Clause::Run(_) => false,
                     };
                     if hit {
                         tf[ci] += 1;
@@ -451,6 +473,17 @@ mod tests {
                     Clause::Word { exact, stem } => positions
                         .iter()
                         .filter(|(k, _)| *k == exact || forms.is_form_of(k, stem))
+                        .map(|(_, v)| v.len() as u32)
+                        .sum(),
+                    Clause::Stem { stem, itself } => positions
+                        .iter()
+                        .filter(|(k, _)| {
+                            if *k == stem {
+                                *itself
+                            } else {
+                                forms.is_form_of(k, stem)
+                            }
+                        })
                         .map(|(_, v)| v.len() as u32)
                         .sum(),
                     Clause::Prefix(p) => matching(&|k| k.starts_with(p.as_str())),

@@ -43,6 +43,14 @@ pub enum Clause {
         stem: String,
     },
     Prefix(String),
+    /// A word whose stem this is, as a word form: a document word that stems to it, and
+    /// (`itself`) the stem as a word. The relaxed stage's other-language stems of a
+    /// keyword; `itself` is false when the stem is the keyword as typed, which its
+    /// [`Clause::Word`] already finds.
+    Stem {
+        stem: String,
+        itself: bool,
+    },
     /// Tokens that must appear at consecutive positions.
     Phrase(Vec<String>),
     /// A CJK word of [`TRIGRAM_RUN`] or more characters, alone: found where it is part of
@@ -129,6 +137,24 @@ impl Query {
                     }
                 }
                 _ => {}
+            }
+        }
+        // A query of keywords alone does not say its language, and its words were
+        // stemmed as English: a memory in another Latin-script language holds them in
+        // that language's forms. The relaxed stage also looks for those.
+        if !Forms::says_latin(&input[..read]) {
+            for clause in &clauses {
+                if let Clause::Word { exact, .. } = clause {
+                    loose.extend(
+                        forms
+                            .other_stems(exact)
+                            .into_iter()
+                            .map(|stem| Clause::Stem {
+                                itself: stem != *exact,
+                                stem,
+                            }),
+                    );
+                }
             }
         }
         let mut seen = std::collections::HashSet::new();
@@ -423,14 +449,24 @@ mod tests {
             loose("金曜日にデプロイ"),
             bigrams(&["金曜", "曜日", "デプ", "プロ", "ロイ"])
         );
-        assert_eq!(loose("\"备份数据库\" rust"), []);
+        assert_eq!(loose("\"备份数据库\" the rust"), []);
         // A joined word's words, by their forms; not its one-letter pieces, not quoted.
         assert_eq!(
             loose("the export-jobs and an e-mail"),
             [w("export"), stem("jobs", "job"), w("mail")]
         );
         assert_eq!(loose("\"export-jobs\""), []);
-        assert_eq!(loose("数据 rust"), []);
+        // Keywords that do not say their language: their other languages' stems too.
+        assert!(loose("risposta breve").contains(&Clause::Stem {
+            stem: "rispost".into(),
+            itself: true
+        }));
+        assert!(
+            !loose("what did the user say about testing")
+                .iter()
+                .any(|c| matches!(c, Clause::Word { .. }))
+        );
+        assert_eq!(loose("数据 the rust"), []);
         let q = Query::parse("备份数据库");
         assert_eq!(q.relaxed().clauses.len(), 5);
         assert_eq!(q.relaxed().clauses[0], Clause::Run("备份数据库".into()));
