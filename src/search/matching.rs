@@ -129,34 +129,19 @@ impl<'t> Pass<'t> {
                     let hit = match c {
                         Clause::Term(x) => t == x,
                         Clause::Prefix(p) => t.starts_with(p.as_str()),
-                        // Words are in the index's body and stem columns, never its tails.
-                        Clause::Word { exact, stem } if !tail => {
-                            if t == exact {
-                                true
-                            } else {
-                                let form = doc_forms.is_some_and(|f| {
+                        // Words are in the index's body and stem columns, never its tails:
+                        // a word as typed, or another form of its stem (a `Stem` is only
+                        // ever another form, itself included when `itself`).
+                        Clause::Word { exact, .. } if !tail && t == exact => true,
+                        Clause::Word { stem, .. } | Clause::Stem { stem, .. } if !tail => {
+                            let form = match c {
+                                Clause::Stem { itself, .. } if t == stem => *itself,
+                                _ => doc_forms.is_some_and(|f| {
                                     Forms::may_stem_to(t, stem)
                                         && *memo
                                             .entry((t.to_owned(), ci))
                                             .or_insert_with(|| f.is_form_of(t, stem))
-                                });
-                                if form {
-                                    forms[ci] += 1;
-                                    hits.push((li, ci));
-                                }
-                                false
-                            }
-                        }
-                        Clause::Stem { stem, itself } if !tail => {
-                            let form = if t == stem {
-                                *itself
-                            } else {
-                                doc_forms.is_some_and(|f| {
-                                    Forms::may_stem_to(t, stem)
-                                        && *memo
-                                            .entry((t.to_owned(), ci))
-                                            .or_insert_with(|| f.is_form_of(t, stem))
-                                })
+                                }),
                             };
                             if form {
                                 forms[ci] += 1;
