@@ -105,10 +105,10 @@ impl<'t> Pass<'t> {
         // the tokenizer); the others are stemmed by their script.
         let latin = clauses
             .iter()
-            .any(|c| matches!(c, Clause::Word { stem, .. } | Clause::Stem { stem, .. } if Forms::depends_on_text(stem)));
+            .any(|c| matches!(c, Clause::Word { stem, .. } | Clause::Stem(stem) if Forms::depends_on_text(stem)));
         let stemmed = clauses
             .iter()
-            .any(|c| matches!(c, Clause::Word { .. } | Clause::Stem { .. }));
+            .any(|c| matches!(c, Clause::Word { .. } | Clause::Stem(_)));
         let doc_forms = if latin {
             Some(Forms::of_text(text))
         } else {
@@ -131,11 +131,11 @@ impl<'t> Pass<'t> {
                         Clause::Prefix(p) => t.starts_with(p.as_str()),
                         // Words are in the index's body and stem columns, never its tails:
                         // a word as typed, or another form of its stem (a `Stem` is only
-                        // ever another form, itself included when `itself`).
+                        // ever another form: never the stem itself as a word).
                         Clause::Word { exact, .. } if !tail && t == exact => true,
-                        Clause::Word { stem, .. } | Clause::Stem { stem, .. } if !tail => {
+                        Clause::Word { stem, .. } | Clause::Stem(stem) if !tail => {
                             let form = match c {
-                                Clause::Stem { itself, .. } if t == stem => *itself,
+                                Clause::Stem(_) if t == stem => false,
                                 _ => doc_forms.is_some_and(|f| {
                                     Forms::may_stem_to(t, stem)
                                         && *memo
@@ -150,7 +150,7 @@ impl<'t> Pass<'t> {
                             false
                         }
                         Clause::Word { .. }
-                        | Clause::Stem { .. }
+                        | Clause::Stem(_)
                         | Clause::Phrase(_)
                         | Clause::Run(_) => false,
                     };
@@ -460,15 +460,9 @@ mod tests {
                         .filter(|(k, _)| *k == exact || forms.is_form_of(k, stem))
                         .map(|(_, v)| v.len() as u32)
                         .sum(),
-                    Clause::Stem { stem, itself } => positions
+                    Clause::Stem(stem) => positions
                         .iter()
-                        .filter(|(k, _)| {
-                            if *k == stem {
-                                *itself
-                            } else {
-                                forms.is_form_of(k, stem)
-                            }
-                        })
+                        .filter(|(k, _)| *k != stem && forms.is_form_of(k, stem))
                         .map(|(_, v)| v.len() as u32)
                         .sum(),
                     Clause::Prefix(p) => matching(&|k| k.starts_with(p.as_str())),

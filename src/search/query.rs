@@ -43,14 +43,11 @@ pub enum Clause {
         stem: String,
     },
     Prefix(String),
-    /// A word whose stem this is, as a word form: a document word that stems to it, and
-    /// (`itself`) the stem as a word. The relaxed stage's other-language stems of a
-    /// keyword; `itself` is false when the stem is the keyword as typed, which its
-    /// [`Clause::Word`] already finds.
-    Stem {
-        stem: String,
-        itself: bool,
-    },
+    /// Another form of a word, by its stem only: a document word, other than the stem
+    /// itself, that stems to it (the index's stem column). The relaxed stage's
+    /// other-language stems of a keyword, whose [`Clause::Word`] finds it as typed; a
+    /// word that merely equals a foreign stem (`mem` for `memo`) is no form of it.
+    Stem(String),
     /// Tokens that must appear at consecutive positions.
     Phrase(Vec<String>),
     /// A CJK word of [`TRIGRAM_RUN`] or more characters, alone: found where it is part of
@@ -145,15 +142,7 @@ impl Query {
         if !Forms::says_latin(&input[..read]) {
             for clause in &clauses {
                 if let Clause::Word { exact, .. } = clause {
-                    loose.extend(
-                        forms
-                            .other_stems(exact)
-                            .into_iter()
-                            .map(|stem| Clause::Stem {
-                                itself: stem != *exact,
-                                stem,
-                            }),
-                    );
+                    loose.extend(forms.other_stems(exact).into_iter().map(Clause::Stem));
                 }
             }
         }
@@ -457,10 +446,7 @@ mod tests {
         );
         assert_eq!(loose("\"export-jobs\""), []);
         // Keywords that do not say their language: their other languages' stems too.
-        assert!(loose("risposta breve").contains(&Clause::Stem {
-            stem: "rispost".into(),
-            itself: true
-        }));
+        assert!(loose("risposta breve").contains(&Clause::Stem("rispost".into())));
         assert!(
             !loose("what did the user say about testing")
                 .iter()

@@ -21,7 +21,7 @@ pub fn clip(line: &str, query: &Query) -> String {
         .filter_map(|c| match c {
             Clause::Term(w) | Clause::Prefix(w) | Clause::Run(w) => Some(w.as_str()),
             // The stem finds the word's other forms too (it begins most of them).
-            Clause::Word { stem, .. } | Clause::Stem { stem, .. } => Some(stem.as_str()),
+            Clause::Word { stem, .. } | Clause::Stem(stem) => Some(stem.as_str()),
             Clause::Phrase(ws) => ws.first().map(String::as_str),
         })
         .filter_map(|w| {

@@ -628,8 +628,7 @@ fn match_expression(clauses: &[Clause], combine: Combine) -> Option<(String, usi
                 phrases += 1;
                 format!("body : {} OR {{body stem}} : {}", quote(exact), quote(stem))
             }
-            Clause::Stem { stem, itself: true } => format!("{{body stem}} : {}", quote(stem)),
-            Clause::Stem { stem, .. } => format!("stem : {}", quote(stem)),
+            Clause::Stem(stem) => format!("stem : {}", quote(stem)),
             Clause::Prefix(p) => format!("{{body tail}} : {} *", quote(p)),
             Clause::Phrase(words) => format!("body : {}", quote(&words.join(" "))),
             Clause::Run(run) => format!("tri : {}", quote(&trigrams(run).join(" "))),
