@@ -160,7 +160,7 @@ fn check_query(query: &Query) {
     assert_eq!(distinct.len(), query.clauses.len(), "duplicate clauses");
     for clause in &query.clauses {
         match clause {
-            Clause::Term(t) | Clause::Prefix(t) => {
+            Clause::Term(t) | Clause::Prefix(t) | Clause::Stem(t) => {
                 assert!(!t.is_empty() && t.chars().all(fts_token_char), "{clause:?}")
             }
             Clause::Word { exact, stem } => {
