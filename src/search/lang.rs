@@ -192,15 +192,7 @@ impl Forms {
     /// Guesses the Latin-script language of `words` (lowercased tokens): the language
     /// whose stopwords occur most among them, English on a tie or with none.
     pub fn guess<'a>(words: impl IntoIterator<Item = &'a str>) -> Forms {
-        let table = stopwords();
-        let mut hits = [0u32; LATIN.len()];
-        for w in words {
-            if let Some(&mask) = table.get(w) {
-                for (i, lang) in LATIN.iter().enumerate() {
-                    hits[i] += u32::from(mask & lang.bit() != 0);
-                }
-            }
-        }
+        let hits = stopword_hits(words);
         let mut best = 0;
         for i in 1..LATIN.len() {
             if hits[i] > hits[best] {
@@ -232,15 +224,9 @@ impl Forms {
     /// (`risposta breve`), or one whose few stopwords several languages share (`ata da
     /// reunião`), does not, and its guess is a default or a tie.
     pub fn says_latin(text: &str) -> bool {
-        let table = stopwords();
-        let mut hits = [0u32; LATIN.len()];
-        tokenize(text, Mode::Query, |t, _, _| {
-            if let Some(&mask) = table.get(t) {
-                for (i, lang) in LATIN.iter().enumerate() {
-                    hits[i] += u32::from(mask & lang.bit() != 0);
-                }
-            }
-        });
+        let mut words = Vec::new();
+        tokenize(text, Mode::Query, |t, _, _| words.push(t.to_owned()));
+        let hits = stopword_hits(words.iter().map(String::as_str));
         let best = hits.iter().copied().max().unwrap_or(0);
         best > 0 && hits.iter().filter(|&&h| h == best).count() == 1
     }
@@ -315,6 +301,20 @@ impl Forms {
         let lang = self.lang(word)?;
         Some(Stemmer::create(lang.algorithm()).stem(word))
     }
+}
+
+/// How many of `words` are stopwords of each Latin-script language, in [`LATIN`]'s order.
+fn stopword_hits<'a>(words: impl IntoIterator<Item = &'a str>) -> [u32; LATIN.len()] {
+    let table = stopwords();
+    let mut hits = [0u32; LATIN.len()];
+    for w in words {
+        if let Some(&mask) = table.get(w) {
+            for (i, lang) in LATIN.iter().enumerate() {
+                hits[i] += u32::from(mask & lang.bit() != 0);
+            }
+        }
+    }
+    hits
 }
 
 /// A document's stem column, from its body column (its tokens, space-separated): the stem

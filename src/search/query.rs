@@ -60,8 +60,10 @@ pub enum Clause {
 pub struct Query {
     pub clauses: Vec<Clause>,
     /// Clauses only the relaxed stage adds: the two-character pieces (bigrams) of each
-    /// unquoted CJK run of [`TRIGRAM_RUN`] or more characters, and the words of each
-    /// unquoted joined word (`Export-Jobs`, `CI/CD`), by their forms.
+    /// unquoted CJK run of [`TRIGRAM_RUN`] or more characters, the words of each
+    /// unquoted joined word (`Export-Jobs`, `CI/CD`), by their forms, and, for a query
+    /// whose stopwords name no language, its words' stems in the other Latin-script
+    /// languages ([`Clause::Stem`]).
     pub loose: Vec<Clause>,
     /// The input went past a bound (`MAX_QUERY_BYTES`, `MAX_CLAUSES`, `MAX_PHRASE_WORDS`,
     /// `MAX_PREFIXES`): only what is within them is searched.
