@@ -255,7 +255,7 @@ async fn the_state_folder_removed_by_hand_is_made_again() {
     let s = sb.serve().await;
     s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
         .await;
-    std::fs::remove_dir_all(sb.store().join(".memdir")).unwrap();
+    remove_by_hand(&sb.store().join(".memdir"));
     s.ok("memory_write", json!({"path": "b.md", "content": "b\n"}))
         .await;
     s.ok(
@@ -280,4 +280,18 @@ async fn the_state_folder_removed_by_hand_is_made_again() {
     );
     assert_eq!(versions[1]["operation"], "created", "{h}");
     s.stop().await;
+}
+
+/// `rm -rf DIR` while a server runs: its upkeep (history, the lock) may create a file
+/// between the listing and the removal of a folder, as it may for a person, so try again
+/// until the folder is gone.
+fn remove_by_hand(dir: &std::path::Path) {
+    for _ in 0..1000 {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::DirectoryNotEmpty => continue,
+            Err(e) => panic!("removing {}: {e}", dir.display()),
+        }
+    }
+    panic!("{} kept coming back", dir.display());
 }

@@ -59,8 +59,13 @@ impl FolderStore {
     /// intent being written and cleared, so an empty lock file means there is none.
     pub fn lock(&self) -> Result<FolderLock> {
         self.check_writable("changing memories")?;
-        let file = self.open_lock_file()?;
-        file.lock().map_err(|e| self.lock_error(e))?;
+        let file = loop {
+            let file = self.open_lock_file()?;
+            file.lock().map_err(|e| self.lock_error(e))?;
+            if self.is_lock_file(&file) {
+                break file;
+            }
+        };
         self.pause("locked");
         let interrupted = || file.metadata().map_or(true, |m| m.len() > 0);
         if !self.intents || !self.swept.load(Ordering::Relaxed) || interrupted() {
@@ -74,10 +79,30 @@ impl FolderStore {
     pub fn try_lock(&self) -> Result<Option<FolderLock>> {
         let file = self.open_lock_file()?;
         match file.try_lock() {
-            Ok(()) => Ok(Some(FolderLock { _file: file })),
+            Ok(()) if self.is_lock_file(&file) => Ok(Some(FolderLock { _file: file })),
+            Ok(()) => Ok(None),
             Err(std::fs::TryLockError::WouldBlock) => Ok(None),
             Err(std::fs::TryLockError::Error(e)) => Err(self.lock_error(e)),
         }
+    }
+
+    /// Whether the file just locked is still the one at `.memdir/lock`. Someone may have
+    /// removed the state folder by hand while this process waited for the lock: a lock on
+    /// the removed file excludes no one who opens the path anew, so the caller opens
+    /// again. (Windows refuses to remove an open file, so there it always is.)
+    #[cfg(unix)]
+    fn is_lock_file(&self, file: &std::fs::File) -> bool {
+        use cap_std::fs::MetadataExt as _;
+        use std::os::unix::fs::MetadataExt as _;
+        match (file.metadata(), self.dir.symlink_metadata(LOCK_FILE)) {
+            (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
+            _ => false,
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn is_lock_file(&self, _file: &std::fs::File) -> bool {
+        true
     }
 
     fn open_lock_file(&self) -> Result<std::fs::File> {
