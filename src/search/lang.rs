@@ -8,9 +8,8 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
-use unicode_normalization::UnicodeNormalization;
 
-use super::tokenize::{Mode, tokenize};
+use super::tokenize::{Mode, is_cjk, tokenize};
 
 /// A language Snowball stems.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,12 +259,17 @@ impl Forms {
     /// aside (German's stemmer turns `ü` into `u`), except in Arabic, whose stemmer also
     /// takes prefixes off. A cheap test that spares stemming most words of a document.
     pub fn may_stem_to(word: &str, stem: &str) -> bool {
-        let base = |s: &str| {
-            s.chars()
-                .next()
-                .and_then(|c| std::iter::once(c).nfd().next())
+        let (w, s) = (word.chars().next(), stem.chars().next());
+        let Some(w) = w else {
+            return s.is_none();
         };
-        base(word) == base(stem) || matches!(script(word), Some(Some(Lang::Arabic)))
+        // An Arabic word starts with an Arabic letter or a mark: not with ASCII, CJK,
+        // Greek or Cyrillic (the commonest first letters are answered without a scan).
+        let arabic = || {
+            !(w.is_ascii() || is_cjk(w) || ('\u{0370}'..='\u{04FF}').contains(&w))
+                && matches!(script(word), Some(Some(Lang::Arabic)))
+        };
+        s.is_some_and(|s| w == s || base(w) == base(s)) || arabic()
     }
 
     /// Whether `word` (a token of a text of these forms) is a form of `stem`, as the index
@@ -339,9 +343,69 @@ pub fn index_stems(body: &str) -> String {
     out
 }
 
+/// A letter without its diacritics: the first character of its canonical decomposition.
+fn base(c: char) -> char {
+    if c.is_ascii() {
+        return c;
+    }
+    let mut first = None;
+    unicode_normalization::char::decompose_canonical(c, |d| {
+        first.get_or_insert(d);
+    });
+    first.unwrap_or(c)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcuts of `may_stem_to` agree with its definition: first letters equal
+    /// once decomposed, or an Arabic word.
+    #[test]
+    fn may_stem_to_agrees_with_its_definition() {
+        use unicode_normalization::UnicodeNormalization;
+        let base = |s: &str| {
+            s.chars()
+                .next()
+                .and_then(|c| std::iter::once(c).nfd().next())
+        };
+        let words = [
+            "",
+            "a",
+            "über",
+            "uber",
+            "éte",
+            "ete",
+            "йогурт",
+            "иголка",
+            "ёж",
+            "еж",
+            "память",
+            "памят",
+            "数据",
+            "데이터",
+            "メモリ",
+            "λόγος",
+            "λογ",
+            "كتاب",
+            "الكتاب",
+            "كتب",
+            "\u{064B}كتب",
+            "\u{0301}a",
+            "_x",
+            "1a",
+            "ǆa",
+            "ṡa",
+            "ﬁle",
+            "தமிழ்",
+        ];
+        for w in words {
+            for s in words {
+                let defined = base(w) == base(s) || matches!(script(w), Some(Some(Lang::Arabic)));
+                assert_eq!(Forms::may_stem_to(w, s), defined, "{w:?} {s:?}");
+            }
+        }
+    }
 
     #[test]
     fn a_query_of_keywords_does_not_say_its_language() {

@@ -116,7 +116,7 @@ impl<'t> Pass<'t> {
         };
         // Whether a token is a form of a clause's stem, by token and clause: tokens repeat,
         // and stemming one costs more than looking it up.
-        let mut memo: HashMap<(String, usize), bool> = HashMap::new();
+        let mut memo: Vec<HashMap<String, bool>> = vec![HashMap::new(); clauses.len()];
         let (tf, forms, hits) = (&mut self.doc.tf, &mut self.doc.forms, &mut self.hits);
         // A newline ends every token (it is neither a word nor a CJK character), so line
         // by line the tokenizer gives the document's tokens, positions counted on.
@@ -138,9 +138,14 @@ impl<'t> Pass<'t> {
                                 Clause::Stem(_) if t == stem => false,
                                 _ => doc_forms.is_some_and(|f| {
                                     Forms::may_stem_to(t, stem)
-                                        && *memo
-                                            .entry((t.to_owned(), ci))
-                                            .or_insert_with(|| f.is_form_of(t, stem))
+                                        && match memo[ci].get(t) {
+                                            Some(&known) => known,
+                                            None => {
+                                                let known = f.is_form_of(t, stem);
+                                                memo[ci].insert(t.to_owned(), known);
+                                                known
+                                            }
+                                        }
                                 }),
                             };
                             if form {

@@ -37,7 +37,20 @@ pub fn is_cjk(c: char) -> bool {
         | 0x20000..=0x3134F) // Han extensions B–G
 }
 
+/// Whether `c` belongs to a word: a letter, digit, mark or `_`. ASCII and basic Cyrillic
+/// (the commonest letters of memories) are answered without Unicode's tables, which
+/// cost most of the time a long document takes to tokenize.
 fn is_word(c: char) -> bool {
+    if c.is_ascii() {
+        return c.is_ascii_alphanumeric() || c == '_';
+    }
+    if ('\u{0400}'..='\u{045F}').contains(&c) {
+        return true;
+    }
+    is_word_by_tables(c)
+}
+
+fn is_word_by_tables(c: char) -> bool {
     c.is_alphanumeric()
         || c == '_'
         || matches!(
@@ -46,7 +59,28 @@ fn is_word(c: char) -> bool {
         )
 }
 
+/// Appends `c` lowercased (`ё` folded to `е`), with ASCII, basic Cyrillic and CJK done
+/// without Unicode's tables (see [`is_word`]).
 fn push_lower(out: &mut String, c: char) {
+    let folded = match c as u32 {
+        0..=0x7F => Some(c.to_ascii_lowercase()),
+        // Ѐ–Џ: their lowercase is 0x50 on (Ё → ё → е).
+        0x0400..=0x040F => char::from_u32(c as u32 + 0x50),
+        // А–Я: 0x20 on.
+        0x0410..=0x042F => char::from_u32(c as u32 + 0x20),
+        0x0430..=0x045F => Some(c),
+        // Han, Kana and Hangul have no case.
+        _ if is_cjk(c) => Some(c),
+        _ => None,
+    };
+    match folded {
+        Some('ё') => out.push('е'),
+        Some(l) => out.push(l),
+        None => push_lower_by_tables(out, c),
+    }
+}
+
+fn push_lower_by_tables(out: &mut String, c: char) {
     for l in c.to_lowercase() {
         out.push(if l == 'ё' { 'е' } else { l });
     }
@@ -193,6 +227,20 @@ mod tests {
         let mut got = Vec::new();
         tokenize(text, mode, |t, _, _| got.push(t.to_owned()));
         assert_eq!(got, expect, "{text:?}");
+    }
+
+    /// The shortcuts for ASCII and basic Cyrillic agree with Unicode's tables.
+    #[test]
+    fn the_shortcuts_agree_with_the_tables() {
+        for c in (0u32..0x0500).filter_map(char::from_u32) {
+            assert_eq!(is_word(c), is_word_by_tables(c), "{c:?}");
+        }
+        for c in (0u32..=0x3134F).filter_map(char::from_u32) {
+            let (mut fast, mut slow) = (String::new(), String::new());
+            push_lower(&mut fast, c);
+            push_lower_by_tables(&mut slow, c);
+            assert_eq!(fast, slow, "{c:?}");
+        }
     }
 
     #[test]
