@@ -107,6 +107,83 @@ async fn sigkill_while_holding_the_lock_does_not_block_others() {
     other.stop().await;
 }
 
+/// The state folder removed by hand while a process waits for the lock: once the holder
+/// goes, the waiter must not go on with the lock of the removed file (anyone opening
+/// `.memdir/lock` anew would get a second, free lock); it locks the folder made anew.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_writer_waiting_when_the_state_folder_goes_locks_the_folder_made_anew() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    std::fs::write(
+        sb.store().join("a.md"),
+        "---\nname: a\ndescription: the first memory\n---\nx\n",
+    )
+    .unwrap();
+    let mut holder = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", "locked")]).await;
+    let peer = holder.client.peer().clone();
+    let _call = tokio::spawn(async move {
+        let _ = peer
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
+                    json!({"path": "b.md", "content": "y"})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                ),
+            )
+            .await;
+    });
+    holder.wait_for_stderr("test pause at locked").await;
+
+    // `memdir index` writes MEMORY.md under the lock: it waits for the holder.
+    let mut waiter = std::process::Command::new(common::BIN)
+        .args(["--root", &root, "index"])
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The kernel lists a process blocked in flock with `->` before its pid.
+    let pid = waiter.id().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let locks = std::fs::read_to_string("/proc/locks").unwrap();
+        let waiting = locks.lines().any(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            fields.get(1) == Some(&"->") && fields.contains(&pid.as_str())
+        });
+        if waiting {
+            break;
+        }
+        if let Some(status) = waiter.try_wait().unwrap() {
+            panic!("`memdir index` ended without waiting for the lock: {status}");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "`memdir index` never waited for the lock"
+        );
+        std::thread::yield_now();
+    }
+
+    remove_by_hand(&sb.store().join(".memdir"));
+    holder.kill9();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(sb.store().join("MEMORY.md").exists());
+    assert!(
+        sb.store().join(".memdir/lock").exists(),
+        "the waiter went on with the lock of the removed folder"
+    );
+}
+
 /// Kills the server at moments spread over a large write (and past its end); whatever
 /// the moment, the file is whole, and an acknowledged write is never lost.
 #[tokio::test]
