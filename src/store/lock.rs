@@ -13,11 +13,16 @@
 
 use std::sync::atomic::Ordering;
 
+use cap_fs_ext::{FollowSymlinks, OpenOptionsFollowExt};
 use cap_std::fs::OpenOptions;
 
 use super::{FolderStore, LOCK_FILE, STATE_DIR, platform};
 use crate::error::{Error, Result};
 use crate::path::MemPath;
+
+/// How many times a lock is taken again when its file was removed meanwhile before the
+/// lock gives up (someone removing the state folder over and over).
+const LOCK_ATTEMPTS: u32 = 100;
 
 /// Held while one mutation runs; dropping it releases the lock.
 #[derive(Debug)]
@@ -59,11 +64,21 @@ impl FolderStore {
     /// intent being written and cleared, so an empty lock file means there is none.
     pub fn lock(&self) -> Result<FolderLock> {
         self.check_writable("changing memories")?;
+        let mut attempts = 0;
         let file = loop {
             let file = self.open_lock_file()?;
             file.lock().map_err(|e| self.lock_error(e))?;
             if self.is_lock_file(&file) {
                 break file;
+            }
+            attempts += 1;
+            if attempts == LOCK_ATTEMPTS {
+                return Err(Error::Io {
+                    path: format!("/{}/{LOCK_FILE}", self.name),
+                    source: std::io::Error::other(format!(
+                        "it was removed or replaced each of {LOCK_ATTEMPTS} times it was locked"
+                    )),
+                });
             }
         };
         self.pause("locked");
@@ -96,7 +111,9 @@ impl FolderStore {
         use std::os::unix::fs::MetadataExt as _;
         match (file.metadata(), self.dir.symlink_metadata(LOCK_FILE)) {
             (Ok(held), Ok(named)) => held.dev() == named.dev() && held.ino() == named.ino(),
-            _ => false,
+            (_, Err(e)) if super::is_missing(&e) => false,
+            // Nothing to compare: go on as without the check.
+            _ => true,
         }
     }
 
@@ -108,10 +125,23 @@ impl FolderStore {
     fn open_lock_file(&self) -> Result<std::fs::File> {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
-        let file = self
-            .open_own(LOCK_FILE, &options, STATE_DIR)
-            .map_err(|e| self.lock_error(e))?;
-        Ok(file.into_std())
+        // The lock file holds the intent: never write it through a link to a memory.
+        options.follow(FollowSymlinks::No);
+        match self.open_own(LOCK_FILE, &options, STATE_DIR) {
+            Ok(file) => Ok(file.into_std()),
+            Err(_)
+                if self
+                    .dir
+                    .symlink_metadata(LOCK_FILE)
+                    .is_ok_and(|m| m.file_type().is_symlink()) =>
+            {
+                Err(Error::SpecialFile {
+                    path: format!("/{}/{LOCK_FILE}", self.name),
+                    kind: "symbolic link",
+                })
+            }
+            Err(e) => Err(self.lock_error(e)),
+        }
     }
 
     fn lock_error(&self, e: std::io::Error) -> Error {
