@@ -184,38 +184,55 @@ async fn a_writer_waiting_when_the_state_folder_goes_locks_the_folder_made_anew(
     );
 }
 
-/// A lock file that is a symbolic link (to a memory, say) is refused, not followed: the
-/// lock file holds the intent of each mutation, which must never be written into a
-/// memory. Mutations say which file is in the way; reads go on.
+/// memdir's own state (the lock file, the history log, its folder, the temp folder) that
+/// is a symbolic link, to a memory or a memory folder, is refused, not followed: through
+/// it, the lock's intent or the history would be written into memories. Mutations say
+/// which path is in the way and change nothing; once it is removed, they go on.
 #[cfg(unix)]
 #[tokio::test]
-async fn a_lock_file_that_is_a_link_is_refused_not_followed() {
-    let sb = Sandbox::new();
-    std::fs::write(sb.store().join("x.md"), "kept\n").unwrap();
-    std::fs::create_dir_all(sb.store().join(".memdir")).unwrap();
-    std::os::unix::fs::symlink("../x.md", sb.store().join(".memdir/lock")).unwrap();
-    let s = sb.serve().await;
-    let e = s
-        .err("memory_write", json!({"path": "b.md", "content": "b\n"}))
-        .await;
-    assert!(
-        e.contains("/memories/.memdir/lock") && e.contains("symbolic link"),
-        "{e}"
-    );
-    assert!(!sb.store().join("b.md").exists());
-    assert_eq!(
-        std::fs::read_to_string(sb.store().join("x.md")).unwrap(),
-        "kept\n"
-    );
-    s.ok("memory_read", json!({"path": "x.md"})).await;
-    std::fs::remove_file(sb.store().join(".memdir/lock")).unwrap();
-    s.ok("memory_write", json!({"path": "b.md", "content": "b\n"}))
-        .await;
-    assert_eq!(
-        std::fs::read_to_string(sb.store().join("x.md")).unwrap(),
-        "kept\n"
-    );
-    s.stop().await;
+async fn state_that_is_a_link_is_refused_not_followed() {
+    for (link, target) in [
+        (".memdir/lock", "../x.md"),
+        (".memdir/history/log.jsonl", "../../x.md"),
+        (".memdir/history", "../sub"),
+        (".memdir/tmp", "../sub"),
+    ] {
+        let sb = Sandbox::new();
+        std::fs::write(sb.store().join("x.md"), "kept\n").unwrap();
+        std::fs::create_dir_all(sb.store().join("sub")).unwrap();
+        std::fs::create_dir_all(sb.store().join(".memdir/history")).unwrap();
+        let at = sb.store().join(link);
+        let _ = std::fs::remove_dir(&at);
+        std::os::unix::fs::symlink(target, &at).unwrap();
+        let s = sb.serve().await;
+        let e = s
+            .err("memory_write", json!({"path": "b.md", "content": "b\n"}))
+            .await;
+        assert!(
+            e.contains(&format!("/memories/{link}")) && e.contains("symbolic link"),
+            "{link}: {e}"
+        );
+        assert!(!sb.store().join("b.md").exists(), "{link}");
+        let unchanged = |why: &str| {
+            assert_eq!(
+                std::fs::read_to_string(sb.store().join("x.md")).unwrap(),
+                "kept\n",
+                "{link}: {why}"
+            );
+            assert_eq!(
+                std::fs::read_dir(sb.store().join("sub")).unwrap().count(),
+                0,
+                "{link}: {why}"
+            );
+        };
+        unchanged("refused");
+        s.ok("memory_read", json!({"path": "x.md"})).await;
+        std::fs::remove_file(&at).unwrap();
+        s.ok("memory_write", json!({"path": "b.md", "content": "b\n"}))
+            .await;
+        unchanged("after the link was removed");
+        s.stop().await;
+    }
 }
 
 /// Kills the server at moments spread over a large write (and past its end); whatever

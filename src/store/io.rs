@@ -311,6 +311,7 @@ impl FolderStore {
 
     /// The temp folder, made on first use (or again, if someone removed it).
     fn temp_dir(&self, for_path: &MemPath) -> Result<Dir> {
+        self.own_path_unlinked(TEMP_DIR)?;
         let file = self
             .open_own(TEMP_DIR, &dir_options(), TEMP_DIR)
             .map_err(|e| map_io(for_path, e))?;

@@ -77,6 +77,31 @@ impl FolderStore {
         &self.host_key
     }
 
+    /// Refuses memdir's own path `rel` (under `.memdir/`) when it, or a folder on the way
+    /// to it, is a symbolic link: through one, the history log, its objects or the lock
+    /// file's intent would be written into memories. A part that does not exist yet is
+    /// fine: memdir makes it, as a real folder or file.
+    pub(super) fn own_path_unlinked(&self, rel: &str) -> Result<()> {
+        let mut end = 0;
+        for part in rel.split('/') {
+            end += part.len();
+            let prefix = &rel[..end];
+            end += 1;
+            match self.dir.symlink_metadata(prefix) {
+                Ok(m) if m.file_type().is_symlink() => {
+                    return Err(Error::Open(format!(
+                        "`/{}/{prefix}` is a symbolic link, where memdir keeps its own state: \
+                         remove it; nothing was changed",
+                        self.name
+                    )));
+                }
+                Ok(_) => {}
+                Err(_) => return Ok(()),
+            }
+        }
+        Ok(())
+    }
+
     /// Opens `rel` (a path of memdir's own under `.memdir/`); if that fails because its
     /// folder `dir` is missing (first use, or someone removed it), makes `dir` and tries
     /// once more. Writes do not make folders that exist on every call.

@@ -126,22 +126,12 @@ impl FolderStore {
         let mut options = OpenOptions::new();
         options.read(true).write(true).create(true);
         // The lock file holds the intent: never write it through a link to a memory.
+        self.own_path_unlinked(LOCK_FILE)?;
         options.follow(FollowSymlinks::No);
-        match self.open_own(LOCK_FILE, &options, STATE_DIR) {
-            Ok(file) => Ok(file.into_std()),
-            Err(_)
-                if self
-                    .dir
-                    .symlink_metadata(LOCK_FILE)
-                    .is_ok_and(|m| m.file_type().is_symlink()) =>
-            {
-                Err(Error::SpecialFile {
-                    path: format!("/{}/{LOCK_FILE}", self.name),
-                    kind: "symbolic link",
-                })
-            }
-            Err(e) => Err(self.lock_error(e)),
-        }
+        let file = self
+            .open_own(LOCK_FILE, &options, STATE_DIR)
+            .map_err(|e| self.lock_error(e))?;
+        Ok(file.into_std())
     }
 
     fn lock_error(&self, e: std::io::Error) -> Error {

@@ -17,6 +17,7 @@ fn state_error(e: std::io::Error) -> Error {
 impl FolderStore {
     /// Creates the folders of state path `rel` (e.g. `.memdir/history/objects/ab`).
     pub fn state_dirs(&self, rel: &str) -> Result<()> {
+        self.own_path_unlinked(rel)?;
         match self.dir.create_dir_all(rel) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
@@ -25,6 +26,7 @@ impl FolderStore {
     }
 
     fn state_parent(&self, rel: &str) -> Result<(Dir, String)> {
+        self.own_path_unlinked(rel)?;
         let (dir, name) = rel.rsplit_once('/').unwrap_or((".", rel));
         let handle = self
             .dir
@@ -52,6 +54,7 @@ impl FolderStore {
     /// (which the store lock already prevents) could not interleave.
     /// Returns the file's length after the append.
     pub fn state_append(&self, rel: &str, bytes: &[u8]) -> Result<u64> {
+        self.own_path_unlinked(rel)?;
         let mut options = nonblocking();
         options.append(true).create(true);
         let dir = rel.rsplit_once('/').map_or(".", |(dir, _)| dir);
@@ -76,6 +79,7 @@ impl FolderStore {
         rel: &str,
         offset: u64,
     ) -> Result<Option<std::io::BufReader<cap_std::fs::File>>> {
+        self.own_path_unlinked(rel)?;
         let mut options = nonblocking();
         options.read(true);
         let mut file = match self.dir.open_with(rel, &options) {
@@ -89,6 +93,7 @@ impl FolderStore {
 
     /// The size of a state file (0 if absent).
     pub fn state_len(&self, rel: &str) -> Result<u64> {
+        self.own_path_unlinked(rel)?;
         match self.dir.metadata(rel) {
             Ok(m) => Ok(m.len()),
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
@@ -98,6 +103,7 @@ impl FolderStore {
 
     /// Cuts a state file to `len` bytes and fsyncs it (repairing a torn append).
     pub fn state_truncate(&self, rel: &str, len: u64) -> Result<()> {
+        self.own_path_unlinked(rel)?;
         let mut options = nonblocking();
         options.write(true);
         let file = self.dir.open_with(rel, &options).map_err(state_error)?;
