@@ -76,25 +76,29 @@ async fn sigkill_after_rename_has_new_content() {
     kill_at("after-rename", true).await;
 }
 
-#[tokio::test]
-async fn sigkill_while_holding_the_lock_does_not_block_others() {
-    let sb = Sandbox::new();
-    let root = sb.store().to_str().unwrap().to_owned();
-    let mut holder = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", "locked")]).await;
+/// A server on `root` that holds the store lock, paused right after taking it for a
+/// `memory_write` of `path` (the call runs in the background until the server dies).
+async fn hold_the_lock(root: &str, path: &str) -> (Server, tokio::task::JoinHandle<()>) {
+    let mut holder = Server::start(&["--root", root], &[("MEMDIR_TEST_PAUSE", "locked")]).await;
     let peer = holder.client.peer().clone();
+    let args = json!({"path": path, "content": "x"});
     let call = tokio::spawn(async move {
         let _ = peer
             .call_tool(
-                rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
-                    json!({"path": "a.md", "content": "x"})
-                        .as_object()
-                        .unwrap()
-                        .clone(),
-                ),
+                rmcp::model::CallToolRequestParams::new("memory_write")
+                    .with_arguments(args.as_object().unwrap().clone()),
             )
             .await;
     });
     holder.wait_for_stderr("test pause at locked").await;
+    (holder, call)
+}
+
+#[tokio::test]
+async fn sigkill_while_holding_the_lock_does_not_block_others() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let (holder, call) = hold_the_lock(&root, "a.md").await;
     let other = Server::start(&["--root", &root], &[]).await;
     holder.kill9();
     let _ = tokio::time::timeout(Duration::from_secs(5), call).await;
@@ -120,21 +124,7 @@ async fn a_writer_waiting_when_the_state_folder_goes_locks_the_folder_made_anew(
         "---\nname: a\ndescription: the first memory\n---\nx\n",
     )
     .unwrap();
-    let mut holder = Server::start(&["--root", &root], &[("MEMDIR_TEST_PAUSE", "locked")]).await;
-    let peer = holder.client.peer().clone();
-    let _call = tokio::spawn(async move {
-        let _ = peer
-            .call_tool(
-                rmcp::model::CallToolRequestParams::new("memory_write").with_arguments(
-                    json!({"path": "b.md", "content": "y"})
-                        .as_object()
-                        .unwrap()
-                        .clone(),
-                ),
-            )
-            .await;
-    });
-    holder.wait_for_stderr("test pause at locked").await;
+    let (holder, _call) = hold_the_lock(&root, "b.md").await;
 
     // `memdir index` writes MEMORY.md under the lock: it waits for the holder.
     let mut waiter = std::process::Command::new(common::BIN)
