@@ -18,6 +18,11 @@ use rmcp::service::NotificationContext;
 use rmcp::{ClientHandler, RoleClient};
 use serde_json::{Value, json};
 
+/// `memdir --root STORE --no-index` for a sandbox: every search scans the files.
+async fn serve_scan(sb: &Sandbox) -> Server {
+    Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await
+}
+
 /// `memdir --root STORE --index-dir INDEX` for a sandbox.
 async fn serve(sb: &Sandbox) -> Server {
     let index = index_dir(sb);
@@ -175,7 +180,7 @@ async fn cjk_words_are_found_in_another_form_or_order() {
     let sb = Sandbox::new();
     cjk_form_store(&sb);
     let s = serve(&sb).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let scan = serve_scan(&sb).await;
     for server in [&s, &scan] {
         // A Japanese verb in another form: its kanji, whatever the ending.
         for (query, other_form) in [("食べた", "will-eat.md"), ("食べる", "ate.md")] {
@@ -478,7 +483,7 @@ async fn indexed_search_agrees_with_the_scan() {
         std::fs::write(sb.store().join(format!("f{i}.md")), text).unwrap();
     }
     let indexed = serve(&sb).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let scan = serve_scan(&sb).await;
     for q in [
         "alpha",
         "alpha beta",
@@ -760,7 +765,7 @@ async fn words_are_found_in_their_other_forms() {
     assert!(out.text.contains("matched word forms"), "{}", out.text);
     s.stop().await;
     // The scan (no index) finds the same.
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let scan = serve_scan(&sb).await;
     check_forms(
         &scan,
         &[
@@ -883,8 +888,8 @@ async fn a_joined_word_is_found_by_its_words_in_other_forms() {
     ] {
         std::fs::write(sb.store().join(name), text).unwrap();
     }
-    let index = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let index = serve(&sb).await;
+    let scan = serve_scan(&sb).await;
     for s in [&index, &scan] {
         for (query, expect) in [
             ("Export-Jobs", "/memories/export.md"),
@@ -933,8 +938,8 @@ async fn keywords_find_other_forms_in_any_latin_language() {
     ] {
         std::fs::write(sb.store().join(name), text).unwrap();
     }
-    let index = Server::start(&["--root", sb.store().to_str().unwrap()], &[]).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let index = serve(&sb).await;
+    let scan = serve_scan(&sb).await;
     for s in [&index, &scan] {
         for (query, expect) in [
             ("risposta breve", "/memories/it.md"),
@@ -1038,7 +1043,7 @@ async fn importance_orders_equal_matches_but_never_a_clearly_better_one() {
     let sb = Sandbox::new();
     importance_store(&sb);
     let indexed = serve(&sb).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let scan = serve_scan(&sb).await;
     for s in [&indexed, &scan] {
         let r = s
             .ok("memory_search", json!({"query": "rollback billing"}))
@@ -1089,7 +1094,7 @@ async fn min_importance_filters_where_none_counts_as_three() {
     let sb = Sandbox::new();
     importance_store(&sb);
     let indexed = serve(&sb).await;
-    let scan = Server::start(&["--root", sb.store().to_str().unwrap(), "--no-index"], &[]).await;
+    let scan = serve_scan(&sb).await;
     for s in [&indexed, &scan] {
         for (min, want) in [
             (1, vec!["c-vital.md", "b-none.md", "a-low.md"]),
