@@ -380,6 +380,123 @@ async fn reindex_computes_every_vector_once() {
     server.stop().await;
 }
 
+/// A memory of many passages (an onboarding page, twelve sections).
+fn onboarding() -> String {
+    let sections = [
+        (
+            "Office",
+            "The team moved to the fourth floor in March. Desks by the windows are first come, first served, and the quiet room must be booked through the shared calendar.",
+        ),
+        (
+            "Budget",
+            "The quarterly budget review happens in the second week of each quarter. Travel spending above 500 euros needs the director's approval, and every invoice must carry the project code.",
+        ),
+        (
+            "Hiring",
+            "Two backend positions are open. Interviews have four rounds: a phone screen, a take-home exercise, a system design session and a meeting with the team.",
+        ),
+        (
+            "Release",
+            "Releases go out on Tuesdays after the staging checks pass. The changelog is written by whoever merged the last feature.",
+        ),
+        (
+            "Conferences",
+            "The user will speak at two conferences this autumn, one in Lisbon and one in Berlin. Slides are reviewed two weeks before each talk.",
+        ),
+        (
+            "Home",
+            "The user's cat Miso is allergic to chicken, so she only gets salmon or turkey kibble, and no scraps from the table.",
+        ),
+        (
+            "Laptop",
+            "The work laptop is replaced every three years. Full disk encryption is mandatory, and the VPN client must be updated before connecting from abroad.",
+        ),
+        (
+            "On-call",
+            "On-call shifts last one week and rotate between six engineers. Pages outside working hours are compensated with a day off.",
+        ),
+        (
+            "Database",
+            "The primary database runs PostgreSQL 16 with a streaming replica in another zone. Schema migrations are reviewed by two people.",
+        ),
+        (
+            "Style",
+            "Code review comments should be kind and specific. Pull requests stay under four hundred lines where possible.",
+        ),
+        (
+            "Holidays",
+            "The office is closed between Christmas and New Year. Holiday requests go through the HR portal a month ahead.",
+        ),
+        (
+            "Parking",
+            "There are twelve parking spaces behind the building, assigned by lottery every January.",
+        ),
+    ];
+    let mut text = String::from("# Notes from onboarding\n");
+    for (title, body) in sections {
+        text.push_str(&format!("\n## {title}\n{body}\n"));
+    }
+    text
+}
+
+/// The vectors the index holds, as (model id, bytes), by content.
+fn stored_vectors(index: &str) -> Vec<(String, usize)> {
+    let db = walkdir::WalkDir::new(index)
+        .into_iter()
+        .filter_map(Result::ok)
+        .find(|e| e.file_name().to_string_lossy().ends_with(".sqlite3"))
+        .expect("the index database")
+        .into_path();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT model, length(vector) FROM vectors ORDER BY length(vector)")
+        .unwrap();
+    stmt.query_map([], |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// A long memory keeps its passages' vectors beside their mean, and a question about one
+/// passage finds it by meaning alone.
+#[tokio::test]
+async fn a_long_memory_keeps_a_vector_for_each_passage() {
+    let place = Place::new();
+    place.put("notes/onboarding.md", &onboarding());
+    place.put("user/short.md", SHORT);
+    let (store, index, model) = (place.store(), place.index(), model());
+    let (ok, out, err) = run(&[
+        "reindex",
+        "--root",
+        &store,
+        "--index-dir",
+        &index,
+        "--semantic",
+        "--model",
+        &model,
+        "--json",
+    ]);
+    assert!(ok, "{err}");
+    let summary: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(summary["vectors"]["embedded"], 2, "{summary}");
+    let vectors = stored_vectors(&index);
+    let one = 384 * 4;
+    assert_eq!(vectors.len(), 2, "{vectors:?}");
+    assert!(vectors[0].0.ends_with("-c128p"), "{vectors:?}");
+    // The short memory: one vector. The long one: its mean, then one per chunk of at
+    // most 128 tokens (at least three for about 400 tokens).
+    assert_eq!(vectors[0].1, one, "{vectors:?}");
+    assert!(
+        vectors[1].1.is_multiple_of(one) && vectors[1].1 >= 4 * one,
+        "{vectors:?}"
+    );
+    let server = place.serve(true).await;
+    let out = settled(&server, json!({"query": "what may the kitty not eat?"})).await;
+    let found = hit(&out, "/memories/notes/onboarding.md").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(matched(found), ["meaning"], "{out}");
+    server.stop().await;
+}
+
 /// `memdir search --semantic` embeds nothing itself: on memories without vectors it says
 /// how few meaning covers, also when nothing matches, and finds them once reindexed.
 #[test]
@@ -447,10 +564,13 @@ async fn postgresql_stores_share_vectors_between_machines() {
         &[],
     )
     .await;
+    // A long memory too: its passages' vectors are shared with its mean.
+    let long = onboarding();
     for (path, text) in [
         ("/memories/feedback/mocks.md", MOCKS),
         ("/memories/projects/pipeline.md", PIPELINE),
         ("/memories/user/short.md", SHORT),
+        ("/memories/notes/onboarding.md", long.as_str()),
     ] {
         server
             .ok("memory_write", json!({"path": path, "content": text}))
@@ -473,7 +593,7 @@ async fn postgresql_stores_share_vectors_between_machines() {
     ]);
     assert!(ok, "{err}");
     let summary: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(summary["vectors"]["from_database"], 3, "{summary}");
+    assert_eq!(summary["vectors"]["from_database"], 4, "{summary}");
     assert_eq!(summary["vectors"]["embedded"], 0, "{summary}");
 }
 

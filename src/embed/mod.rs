@@ -26,16 +26,25 @@ pub use kernels::Kernel;
 
 /// The name the weights are known by; [`Model::id`] adds a digest of the file.
 pub const MODEL_NAME: &str = "multilingual-e5-small-q4";
-/// How [`Model::embed_passages`] treats long passages, the end of [`Model::id`]: the
-/// mean of 128-token chunks. Vectors computed otherwise (cut at 512 tokens, before this
-/// existed) carry another id and are computed again, never mixed with these.
-const PASSAGE_LAYOUT: &str = "c128";
+/// How [`Model::embed_passage_chunks`] treats long passages, the end of [`Model::id`]:
+/// 128-token chunks, stored as their mean and each chunk's vector (`p`). Vectors
+/// computed otherwise (cut at 512 tokens; the mean alone, `c128`) carry another id and
+/// are computed again, never mixed with these.
+const PASSAGE_LAYOUT: &str = "c128p";
 /// The model's file name under the data folder.
 pub const MODEL_FILE_NAME: &str = "multilingual-e5-small-q4.bin";
 /// Tokens per forward pass (a text longer than this runs alone): bounds the activations'
 /// memory, about 3 MB per thread. Larger batches were not faster (embed_bench: 36 ms
 /// against 39 ms of CPU per passage at 2048, within the noise).
 const BATCH_TOKENS: usize = 256;
+
+/// A passage's vectors: the normalised mean of its chunks' vectors, and each chunk's
+/// (one chunk, equal to the mean, for a passage of at most 128 tokens).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Passage {
+    pub mean: Vec<f32>,
+    pub chunks: Vec<Vec<f32>>,
+}
 
 /// A loaded embedding model: read-only after load, shared by threads through an `Arc`.
 pub struct Model {
@@ -88,8 +97,8 @@ impl Model {
 
     /// The stable identity of the vectors, the key they are stored under:
     /// `multilingual-e5-small-q4-`, 12 hex digits of a digest of the file's head, its
-    /// f32 tensors and both ends of each 4-bit tensor, and `-c128`, how long passages
-    /// are embedded (see [`Model::embed_passages`]).
+    /// f32 tensors and both ends of each 4-bit tensor, and `-c128p`, how long passages
+    /// are embedded (see [`Model::embed_passage_chunks`]).
     pub fn id(&self) -> &str {
         &self.id
     }
@@ -145,13 +154,22 @@ impl Model {
         normalise(v.pop().unwrap_or_default())
     }
 
-    /// Passages as unit vectors (the model's "passage: " prefix). A passage of at most
-    /// 128 tokens (prefix and specials included) is run whole; a longer one is cut into
-    /// chunks of at most 128 tokens at line boundaries (a longer line between words),
-    /// each chunk after the first starting with the passage's first non-empty line, and
-    /// its vector is the normalised mean of its chunks' vectors. All chunks of all texts
-    /// are shared among the threads.
+    /// Passages as unit vectors (the model's "passage: " prefix): each one's
+    /// [`Passage::mean`], as [`Model::embed_passage_chunks`] computes it.
     pub fn embed_passages(&self, texts: &[&str]) -> Vec<Vec<f32>> {
+        self.embed_passage_chunks(texts)
+            .into_iter()
+            .map(|p| p.mean)
+            .collect()
+    }
+
+    /// Passages as unit vectors (the model's "passage: " prefix), with their chunks'. A
+    /// passage of at most 128 tokens (prefix and specials included) is run whole and is
+    /// its own one chunk; a longer one is cut into chunks of at most 128 tokens at line
+    /// boundaries (a longer line between words), each chunk after the first starting
+    /// with the passage's first non-empty line, and its vector is the normalised mean of
+    /// its chunks' vectors. All chunks of all texts are shared among the threads.
+    pub fn embed_passage_chunks(&self, texts: &[&str]) -> Vec<Passage> {
         const PREFIX: &str = "passage: ";
         let sequence = |t: &str| {
             self.tokenizer
@@ -177,15 +195,23 @@ impl Model {
         counts
             .into_iter()
             .map(|n| {
-                if n == 1 {
+                if n <= 1 {
                     // Exactly the vector of the whole text.
-                    return vectors.next().unwrap_or_default();
+                    let mean = vectors.next().unwrap_or_default();
+                    return Passage {
+                        chunks: vec![mean.clone()],
+                        mean,
+                    };
                 }
+                let chunks: Vec<Vec<f32>> = vectors.by_ref().take(n).collect();
                 let mut mean = vec![0f32; self.dim()];
-                for v in vectors.by_ref().take(n) {
-                    mean.iter_mut().zip(&v).for_each(|(m, x)| *m += x);
+                for v in &chunks {
+                    mean.iter_mut().zip(v).for_each(|(m, x)| *m += x);
                 }
-                normalise(mean)
+                Passage {
+                    mean: normalise(mean),
+                    chunks,
+                }
             })
             .collect()
     }

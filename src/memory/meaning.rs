@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::path::MemPath;
 use crate::search::filter::Filter;
 use crate::search::index::{IndexResult, Stored};
-use crate::search::meaning::{Dense, Script, VectorCache, cosine};
+use crate::search::meaning::{Dense, Script, VectorCache, pack};
 
 /// Memories embedded per batch: the index is written (and a search may run) between two.
 const BATCH: usize = 8;
@@ -89,6 +89,7 @@ impl Memdir {
             return Ok(None);
         };
         let model = m.model.id();
+        let dim = m.model.dim();
         let found = self.with_index(store, progress, |index| -> IndexResult<Dense> {
             let docs = index.scope(filter)?;
             let mut cache = m.caches[store].lock().unwrap_or_else(|e| e.into_inner());
@@ -98,9 +99,9 @@ impl Memdir {
                 let (v, script) = match cache.get(&d.sha256) {
                     Some((v, script)) => (v.clone(), *script),
                     None => match index.vector(model, &d.sha256)? {
-                        Some((v, code)) => {
+                        Some((packed, code)) => {
                             let script = Script::from_code(code);
-                            cache.insert(d.sha256.clone(), v, script);
+                            cache.insert(d.sha256.clone(), &packed, dim, script);
                             let (v, _) = cache.get(&d.sha256).expect("just inserted");
                             (v.clone(), script)
                         }
@@ -110,7 +111,7 @@ impl Memdir {
                         }
                     },
                 };
-                scored.push((d.rel, d.stamp, cosine(query, &v), script));
+                scored.push((d.rel, d.stamp, v.similarity(query), script));
             }
             Ok(Dense::new(scored, pending))
         })?;
@@ -283,13 +284,13 @@ impl Memdir {
                     }
                 }
                 let refs: Vec<&str> = texts.iter().map(|t| t.1.as_str()).collect();
-                let vectors = m.model.embed_passages(&refs);
+                let passages = m.model.embed_passage_chunks(&refs);
                 let vectors: Vec<Stored> = texts
                     .iter()
-                    .zip(vectors)
-                    .map(|((sha256, text), vector)| Stored {
+                    .zip(passages)
+                    .map(|((sha256, text), p)| Stored {
                         sha256: sha256.clone(),
-                        vector,
+                        vector: pack(&p.mean, &p.chunks),
                         script: Script::of(text).code(),
                     })
                     .collect();
@@ -351,9 +352,10 @@ impl Memdir {
             Err(e) => tracing::warn!(error = %e, "storing vectors in the index failed"),
             _ => {}
         }
+        let dim = m.model.dim();
         let mut cache = m.caches[i].lock().unwrap_or_else(|e| e.into_inner());
         for v in vectors {
-            cache.insert(v.sha256, v.vector, Script::from_code(v.script));
+            cache.insert(v.sha256, &v.vector, dim, Script::from_code(v.script));
         }
     }
 }
@@ -368,10 +370,16 @@ fn lower_priority() {
     }
 }
 
-/// Whether `v` can be a vector of the model: `dim` finite numbers of length 1 (as every
-/// vector it makes is normalised; the tolerance covers another machine's rounding).
+/// Whether `v` can be a memory's vectors under the model ([`pack`]): one or more runs of
+/// `dim` finite numbers, each of length 1 (as every vector it makes is normalised; the
+/// tolerance covers another machine's rounding), never two runs (a memory of several
+/// chunks has the mean and at least two chunks).
 fn is_unit_vector(v: &[f32], dim: usize) -> bool {
-    v.len() == dim
+    dim > 0
+        && !v.is_empty()
+        && v.len().is_multiple_of(dim)
+        && v.len() != 2 * dim
         && v.iter().all(|x| x.is_finite())
-        && (v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() - 1.0).abs() < 1e-3
+        && v.chunks_exact(dim)
+            .all(|c| (c.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() - 1.0).abs() < 1e-3)
 }
