@@ -1261,7 +1261,7 @@ async fn names_no_path_can_name_are_left_out_of_listings() {
 }
 
 #[tokio::test]
-async fn a_trailing_slash_names_a_folder_in_deletes_and_moves_too() {
+async fn a_trailing_slash_names_a_folder_in_lists_deletes_and_moves_too() {
     let sb = Sandbox::new();
     let s = sb.serve().await;
     s.ok("memory_write", json!({"path": "a.md", "content": "a\n"}))
@@ -1276,6 +1276,25 @@ async fn a_trailing_slash_names_a_folder_in_deletes_and_moves_too() {
         vec![(json!({"path": "a.md/"}), err(&["is a file, not a folder"]))],
     )
     .await;
+    for path in ["a.md/", "/memories/a.md/"] {
+        let out = s.call("memory_list", json!({"path": path})).await;
+        assert!(
+            out.is_error
+                && out
+                    .text
+                    .contains("`/memories/a.md` is a file, not a folder"),
+            "{path}: {}",
+            out.text
+        );
+    }
+    // Without the slash a file lists as itself, and a folder takes the slash.
+    let listed = s.ok("memory_list", json!({"path": "a.md"})).await;
+    assert_eq!(listed["entries"][0]["path"], "/memories/a.md", "{listed}");
+    let listed = s.ok("memory_list", json!({"path": "dir/"})).await;
+    assert_eq!(
+        listed["entries"][0]["path"], "/memories/dir/b.md",
+        "{listed}"
+    );
     check_edit(
         &s,
         vec![

@@ -200,7 +200,7 @@ impl ListRequest<'_> {
                 "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
             ));
         }
-        let roots = md.targets(self.path.unwrap_or("/"))?;
+        let roots = self.roots(md)?;
         let rows = listed_rows(md, self, &roots)?;
         let cursor = Cursor::parse(self, &roots)?;
         let total = rows.len();
@@ -237,8 +237,28 @@ impl ListRequest<'_> {
                 "depth must be at least 1 (1 = immediate children); omit it to list every file recursively".into(),
             ));
         }
-        let roots = md.targets(self.path.unwrap_or("/"))?;
+        let roots = self.roots(md)?;
         listed_rows(md, self, &roots)
+    }
+
+    /// The paths listed. A trailing `/` names a folder, so a file named so is
+    /// [`Error::NotAFolder`], as for a delete or a move (never the file with the slash
+    /// dropped).
+    fn roots(&self, md: &Memdir) -> Result<Vec<MemPath>> {
+        let raw = self.path.unwrap_or("/");
+        let roots = md.targets(raw)?;
+        if super::mutation::names_folder(raw) {
+            for root in &roots {
+                if let Some(kind) = md.store(root).entry_kind(root)?
+                    && kind != crate::store::EntryKind::Dir
+                {
+                    return Err(Error::NotAFolder {
+                        path: root.canonical(),
+                    });
+                }
+            }
+        }
+        Ok(roots)
     }
 }
 
