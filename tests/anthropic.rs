@@ -359,6 +359,23 @@ async fn every_error_string_is_the_memory_tools_own_and_changes_nothing() {
             json!({"command": "view", "path": "/memories/a.md", "view_range": [1]}),
             "Invalid `view_range`. It should be a list of two integers.",
         ),
+        // A range of the wrong kind gets the same string, not a decoding error.
+        (
+            json!({"command": "view", "path": "/memories/a.md", "view_range": "1,2"}),
+            "Invalid `view_range`. It should be a list of two integers.",
+        ),
+        (
+            json!({"command": "view", "path": "/memories/a.md", "view_range": [1.5, 2]}),
+            "Invalid `view_range`. It should be a list of two integers.",
+        ),
+        (
+            json!({"command": "view", "path": "/memories/a.md", "view_range": [1, "2"]}),
+            "Invalid `view_range`. It should be a list of two integers.",
+        ),
+        (
+            json!({"command": "view", "path": "/memories/a.md", "view_range": {"start": 1}}),
+            "Invalid `view_range`. It should be a list of two integers.",
+        ),
     ];
     for (args, want) in cases {
         let got = memory_err(&s, args.clone()).await;

@@ -43,10 +43,11 @@ pub struct MemoryParams {
     #[schemars(with = "String")]
     pub path: Option<String>,
     /// view: optional `[start, end]` lines of a file, 1-based and inclusive; `end` = -1
-    /// reads to the end of the file.
+    /// reads to the end of the file. Parsed as any JSON value, so that a range of the
+    /// wrong kind gets the tool's own error string rather than a decoding error.
     #[serde(default)]
     #[schemars(with = "[i64; 2]")]
-    pub view_range: Option<Vec<i64>>,
+    pub view_range: Option<serde_json::Value>,
     /// create: the content of the new file.
     #[serde(default)]
     #[schemars(with = "String")]
@@ -118,6 +119,14 @@ impl MemdirServer {
     }
 }
 
+/// A JSON value's integers if it is a list of integers only (`view` refuses any list
+/// but one of two); anything else is an empty list.
+fn integers(v: &serde_json::Value) -> Vec<i64> {
+    let items = v.as_array().map(Vec::as_slice).unwrap_or_default();
+    let ints: Option<Vec<i64>> = items.iter().map(serde_json::Value::as_i64).collect();
+    ints.unwrap_or_default()
+}
+
 /// Runs one command: the tool's success string, or its error string.
 fn run(m: &Memdir, p: &MemoryParams, actor: &str) -> Result<String, String> {
     let required = |field: Option<&String>, name: &str| {
@@ -127,7 +136,10 @@ fn run(m: &Memdir, p: &MemoryParams, actor: &str) -> Result<String, String> {
     };
     let path = || required(p.path.as_ref(), "path");
     match p.command.as_str() {
-        "view" => view(m, &path()?, p.view_range.as_deref()),
+        "view" => {
+            let range = p.view_range.as_ref().map(integers);
+            view(m, &path()?, range.as_deref())
+        }
         "create" => {
             let path = path()?;
             let text = required(p.file_text.as_ref(), "file_text")?;
