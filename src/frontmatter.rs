@@ -84,8 +84,10 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
             _ => return None,
         },
         // Not YAML, often only for a colon in a value (`description: Alpha: owner,
-        // risks`), which Claude Code's files and people write: read line by line.
-        Err(_) => lines(block)?,
+        // risks`), which Claude Code's files and people write: read line by line. Any
+        // other fault makes the block content, not fields.
+        Err(_) if colon_only(block) => lines(block)?,
+        Err(_) => return None,
     };
     let get = |key: &str| map.get(&Yaml::String(key.to_owned())).and_then(scalar);
     let tags = match map.get(&Yaml::String("tags".to_owned())) {
@@ -151,17 +153,42 @@ fn loadable(block: &str) -> bool {
 /// A block that is not YAML read as `key: value` lines (the value everything after the
 /// first `: `, a pair of quotes around it dropped); indented lines, list items and
 /// comments are skipped. `None` when no line is such a pair.
+/// Whether `block` fails as YAML only for colons in values: with the value of every
+/// `key: value` line that holds a colon quoted, it loads as a mapping.
+fn colon_only(block: &str) -> bool {
+    let quoted: String = block
+        .lines()
+        .map(|line| match line.split_once(": ") {
+            Some((key, value))
+                if plain_key(key)
+                    && value.contains(':')
+                    && !value.trim_start().starts_with(['\'', '"']) =>
+            {
+                format!("{key}: '{}'\n", value.trim().replace('\'', "''"))
+            }
+            _ => format!("{line}\n"),
+        })
+        .collect();
+    loadable(&quoted)
+        && YamlLoader::load_from_str(&quoted)
+            .is_ok_and(|docs| matches!(docs.first(), Some(Yaml::Hash(_))))
+}
+
+/// A key as `key: value` lines are read: letters, digits, `_` and `-`.
+fn plain_key(key: &str) -> bool {
+    !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+}
+
 fn lines(block: &str) -> Option<yaml_rust2::yaml::Hash> {
     let mut map = yaml_rust2::yaml::Hash::new();
     for line in block.lines() {
         let Some((key, value)) = line.split_once(':') else {
             continue;
         };
-        let plain_key = !key.is_empty()
-            && key
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '_' || c == '-');
-        if !plain_key || !(value.is_empty() || value.starts_with([' ', '\t'])) {
+        if !plain_key(key) || !(value.is_empty() || value.starts_with([' ', '\t'])) {
             continue;
         }
         let value = value.trim();
@@ -240,12 +267,25 @@ mod tests {
         assert_eq!(fm.importance, Some(4));
         assert_eq!(fm.tags, ["a", "b"]);
         assert_eq!(fm.expires_at.as_deref(), Some("2026-03-01"));
-        let fm = parse(
-            "---\nname: 'Ops: on call'\n  indented: x\n- item\n# note: y\nurl:http://x\n---\n",
-        )
-        .unwrap();
+        let fm =
+            parse("---\nname: 'Ops: on call'\n# note: y\nurl: http://x\nowner: it's: me\n---\n")
+                .unwrap();
         assert_eq!(fm.name.as_deref(), Some("Ops: on call"));
         assert_eq!(fm.description, None);
+    }
+
+    /// A block that is not YAML for another reason than a colon in a value is content
+    /// (its lines are not read as fields), colons or not.
+    #[test]
+    fn a_block_malformed_otherwise_is_content() {
+        for text in [
+            "---\ndescription: [unclosed\ntype: x\n---\nbody\n",
+            "---\ndescription: a: b\ntype: {x\n---\nbody\n",
+            "---\nname: 'Ops: on call'\n  indented: x\n- item\n---\n",
+            "---\nname: \"open\ntype: x\n---\n",
+        ] {
+            assert_eq!(parse(text), None, "{text:?}");
+        }
     }
 
     #[test]
