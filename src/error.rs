@@ -21,6 +21,12 @@ pub enum Error {
     /// Produced only by `store::escape`.
     #[error("refused `{path}`: it resolves outside the store (a symlink leading out of the store)")]
     Escape { path: String },
+    /// A path that leads into the store's own state folder (`.memdir`) through a
+    /// symbolic link. Produced only by `FolderStore::clear_of_state`.
+    #[error(
+        "refused `{path}`: it leads into memdir's own state folder `.memdir` through a symbolic link; remove the link"
+    )]
+    StateLink { path: String },
     #[error("The path {path} does not exist")]
     NotFound { path: String },
     #[error("`{path}` already exists")]

@@ -1362,3 +1362,133 @@ async fn inside_symlinks_are_followed() {
     }
     env.finish().await;
 }
+
+/// Regression: a symbolic link inside the store that leads into the store's own state
+/// folder (`state -> .memdir`) stayed inside the store, so it passed the escape check,
+/// and the history log could be read, forged or deleted through it, and the lock file
+/// deleted. Every path that leads into `.memdir` through a link is now refused, by every
+/// tool, and nothing under `.memdir` changes; a link at a write's target is replaced.
+#[tokio::test]
+async fn links_into_the_state_folder_are_refused() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "a.md", "content": "first\n"}),
+    )
+    .await;
+    s.ok(
+        "memory_write",
+        json!({"path": "a.md", "content": "second\n"}),
+    )
+    .await;
+    let state = store.join(".memdir");
+    let log = state.join("history/log.jsonl");
+    let before = std::fs::read(&log).unwrap();
+    let link = |target: &str, name: &str| {
+        std::os::unix::fs::symlink(target, store.join(name)).unwrap();
+    };
+    link(".memdir", "state");
+    link(".memdir/history", "hist");
+    link(".memdir/lock", "lock.md");
+    std::fs::create_dir(store.join("box")).unwrap();
+    link("..", "box/root");
+    let into = [
+        "state/history/log.jsonl",
+        "state/lock",
+        "hist/log.jsonl",
+        "box/root/state/lock",
+    ];
+    let refused = |e: &str, path: &str| {
+        assert!(
+            e.contains("own state folder") && e.contains(path),
+            "{path}: {e}"
+        );
+    };
+    // Through a linked folder, or at a link that is the memory's own name.
+    for rel in into.iter().chain(&["lock.md"]) {
+        let path = format!("/memories/{rel}");
+        refused(&s.err("memory_read", json!({"path": path})).await, rel);
+        refused(
+            &s.err(
+                "memory_edit",
+                json!({"path": path, "old_str": "a", "new_str": "b"}),
+            )
+            .await,
+            rel,
+        );
+    }
+    for rel in into {
+        let path = format!("/memories/{rel}");
+        refused(&s.err("memory_delete", json!({"path": path})).await, rel);
+        refused(
+            &s.err(
+                "memory_edit",
+                json!({"path": path, "old_str": "a", "new_str": "b"}),
+            )
+            .await,
+            rel,
+        );
+        refused(
+            &s.err(
+                "memory_edit",
+                json!({"path": path, "new_path": "/memories/taken.md"}),
+            )
+            .await,
+            rel,
+        );
+    }
+    for rel in ["state/history/log.jsonl", "hist/forged.md", "state/new.md"] {
+        let e = s
+            .err(
+                "memory_write",
+                json!({"path": format!("/memories/{rel}"), "content": "forged\n"}),
+            )
+            .await;
+        refused(&e, rel);
+    }
+    for folder in ["state/", "hist/", "box/root/state/"] {
+        let e = s
+            .err(
+                "memory_list",
+                json!({"path": format!("/memories/{folder}")}),
+            )
+            .await;
+        refused(&e, folder.trim_end_matches('/'));
+    }
+    // The state folder is as it was; history still says who wrote what.
+    assert_eq!(std::fs::read(&log).unwrap(), before);
+    assert!(state.join("lock").is_file());
+    let history = s.ok("memory_history", json!({"path": "a.md"})).await;
+    assert_eq!(
+        history["versions"].as_array().unwrap().len(),
+        2,
+        "{history}"
+    );
+    // Listing and search never show the state folder's files.
+    let listed = s.ok("memory_list", json!({})).await.to_string();
+    assert!(!listed.contains("log.jsonl"), "{listed}");
+    let found = s
+        .ok("memory_search", json!({"query": "second"}))
+        .await
+        .to_string();
+    assert!(
+        !found.contains("log.jsonl") && !found.contains("lock"),
+        "{found}"
+    );
+    // A write at a link's own name replaces the link, never the state file behind it.
+    s.ok(
+        "memory_write",
+        json!({"path": "lock.md", "content": "mine\n"}),
+    )
+    .await;
+    assert!(!store.join("lock.md").is_symlink());
+    assert_eq!(
+        std::fs::read_to_string(store.join("lock.md")).unwrap(),
+        "mine\n"
+    );
+    assert!(state.join("lock").is_file());
+    assert!(std::fs::read(&log).unwrap().starts_with(&before));
+    s.stop().await;
+}

@@ -158,7 +158,9 @@ pub fn library_error(e: &crate::error::Error) -> Page {
         Error::NotFound { .. } | Error::UnknownStore { .. } | Error::NoSuchVersion { .. } => {
             StatusCode::NOT_FOUND
         }
-        Error::ReadOnly { .. } | Error::Escape { .. } => StatusCode::FORBIDDEN,
+        Error::ReadOnly { .. } | Error::Escape { .. } | Error::StateLink { .. } => {
+            StatusCode::FORBIDDEN
+        }
         Error::AlreadyExists { .. }
         | Error::Occupied { .. }
         | Error::Precondition { .. }

@@ -89,6 +89,7 @@ fn check_files(md: &Memdir, i: usize, c: &mut StoreCheck) -> HashMap<String, Str
                 }
                 Ok(None) | Err(Error::IsFolder { .. }) => {}
                 Err(Error::Escape { .. }) => note("escape"),
+                Err(Error::StateLink { .. }) => note("link into .memdir"),
                 Err(Error::HardLinked { .. }) => note("hard link"),
                 Err(Error::NotUtf8 { .. }) => note("not UTF-8"),
                 Err(Error::TooLarge { .. }) => note("too large"),

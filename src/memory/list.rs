@@ -241,16 +241,16 @@ impl ListRequest<'_> {
         listed_rows(md, self, &roots)
     }
 
-    /// The paths listed. A trailing `/` names a folder, so a file named so is
-    /// [`Error::NotAFolder`], as for a delete or a move (never the file with the slash
-    /// dropped).
+    /// The paths listed. A trailing `/` names a folder (or a link to one inside the
+    /// store), so a file named so is [`Error::NotAFolder`], as for a delete or a move
+    /// (never the file with the slash dropped).
     fn roots(&self, md: &Memdir) -> Result<Vec<MemPath>> {
         let raw = self.path.unwrap_or("/");
         let roots = md.targets(raw)?;
         if super::mutation::names_folder(raw) {
             for root in &roots {
-                if let Some(kind) = md.store(root).entry_kind(root)?
-                    && kind != crate::store::EntryKind::Dir
+                if let Some(meta) = md.store(root).metadata(root)?
+                    && meta.kind != crate::store::EntryKind::Dir
                 {
                     return Err(Error::NotAFolder {
                         path: root.canonical(),

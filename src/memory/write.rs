@@ -121,9 +121,14 @@ fn write_content(
     let store = md.store(p);
     let rec = md.recorder(p)?;
     let current = match md.current(p) {
-        // A symlink planted at the destination that leads out of the store is
-        // replaced by the write's rename, never followed (its parent resolved inside).
-        Err(Error::Escape { .. }) if store.entry_kind(p)? == Some(EntryKind::Symlink) => None,
+        // A symlink planted at the destination that leads out of the store, or into its
+        // state folder, is replaced by the write's rename, never followed (its parent
+        // resolved inside).
+        Err(Error::Escape { .. } | Error::StateLink { .. })
+            if store.entry_kind(p)? == Some(EntryKind::Symlink) =>
+        {
+            None
+        }
         other => other?,
     };
     let new_sha = text::sha256_hex(content.as_bytes());

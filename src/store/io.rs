@@ -45,6 +45,7 @@ static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 impl FolderStore {
     /// Reads a regular file, following symlinks only while they stay inside the store.
     pub fn read(&self, path: &MemPath) -> Result<FileData> {
+        self.clear_of_state(path)?;
         let file = self
             .dir
             .open_with(rel_path(path), &platform::read_options())
@@ -267,6 +268,9 @@ impl FolderStore {
 
     /// Opens folder `dir` for `*at` calls and fsync (readable, not `O_PATH`).
     fn open_dir(&self, dir: &MemPath, for_path: &MemPath) -> Result<Dir> {
+        self.clear_of_state(dir).map_err(|_| Error::StateLink {
+            path: for_path.canonical(),
+        })?;
         let file = match self.dir.open_with(rel_path(dir), &dir_options()) {
             Ok(file) => file,
             // Something other than a folder is there (a file, a FIFO, a device), or on

@@ -102,6 +102,49 @@ impl FolderStore {
         Ok(())
     }
 
+    /// Refuses a memory path that leads into memdir's own state folder (`.memdir`, a name
+    /// no memory path may hold) through a symbolic link on the way: the history log, its
+    /// objects and the lock are memdir's alone, never a memory to read, write or delete.
+    /// A path without a link costs an `lstat` per part; one with a link is looked up on
+    /// the host (only to compare where it leads, never to open anything).
+    pub(crate) fn clear_of_state(&self, path: &MemPath) -> Result<()> {
+        let mut rel = std::path::PathBuf::new();
+        let mut existing = None;
+        let mut linked = false;
+        for seg in &path.segments {
+            rel.push(seg);
+            match self.dir.symlink_metadata(&rel) {
+                Ok(m) => {
+                    linked |= m.file_type().is_symlink();
+                    existing = Some(rel.clone());
+                }
+                Err(_) => break,
+            }
+        }
+        let Some(existing) = existing.filter(|_| linked) else {
+            return Ok(());
+        };
+        let root = Path::new(&self.host_key);
+        let Ok(real) = std::fs::canonicalize(root.join(existing)) else {
+            return Ok(());
+        };
+        let into_state = real.strip_prefix(root).is_ok_and(|inside| {
+            inside.components().next().is_some_and(|first| {
+                first
+                    .as_os_str()
+                    .to_string_lossy()
+                    .to_lowercase()
+                    .starts_with(crate::path::RESERVED_PREFIX)
+            })
+        });
+        if into_state {
+            return Err(Error::StateLink {
+                path: path.canonical(),
+            });
+        }
+        Ok(())
+    }
+
     /// Opens `rel` (a path of memdir's own under `.memdir/`); if that fails because its
     /// folder `dir` is missing (first use, or someone removed it), makes `dir` and tries
     /// once more. Writes do not make folders that exist on every call.
@@ -149,6 +192,7 @@ impl FolderStore {
     /// Metadata of `path`, following symlinks that stay inside the store.
     /// `Ok(None)` when nothing is there.
     pub fn metadata(&self, path: &MemPath) -> Result<Option<EntryMeta>> {
+        self.clear_of_state(path)?;
         let rel = rel_path(path);
         match self.dir.metadata(&rel) {
             Ok(m) => Ok(Some(EntryMeta {

@@ -150,8 +150,10 @@ pub(super) fn rename(m: &Memdir, from: &str, to: &str, actor: &str) -> Result<St
     match moved {
         Ok(_) => Ok(format!("Successfully renamed {from} to {to}")),
         Err(Error::AlreadyExists { .. }) => Err(taken()),
-        Err(e @ Error::Escape { .. }) => Err(match e {
-            Error::Escape { path } if path == target.canonical => target.escape(),
+        Err(e @ (Error::Escape { .. } | Error::StateLink { .. })) => Err(match e {
+            Error::Escape { path } | Error::StateLink { path } if path == target.canonical => {
+                target.escape()
+            }
             _ => source.escape(),
         }),
         Err(e) => Err(target.renamed(source.error(e, &format!("The path {from} does not exist")))),

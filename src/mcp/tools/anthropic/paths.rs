@@ -29,7 +29,7 @@ impl Mapped<'_> {
     pub(super) fn error(&self, e: Error, not_found: &str) -> String {
         match e {
             Error::NotFound { .. } => not_found.to_owned(),
-            Error::Escape { .. } => self.escape(),
+            Error::Escape { .. } | Error::StateLink { .. } => self.escape(),
             other => self.renamed(other.to_string()),
         }
     }
