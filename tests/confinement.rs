@@ -1492,3 +1492,55 @@ async fn links_into_the_state_folder_are_refused() {
     assert!(std::fs::read(&log).unwrap().starts_with(&before));
     s.stop().await;
 }
+
+/// Regression: a link to a folder inside the store made while the server ran (`loop ->
+/// .`, `notes/up -> ..`) was taken by the index for a new folder and walked, so search
+/// returned every memory again under each alias path and history recorded each as
+/// created outside memdir. A link to a folder is now left out of the index as every walk
+/// leaves it out; listing through it by name still works.
+#[tokio::test]
+async fn links_to_folders_inside_the_store_add_no_second_copies() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let s = sb.serve().await;
+    s.ok(
+        "memory_write",
+        json!({"path": "notes/a.md", "content": "normal content here\n"}),
+    )
+    .await;
+    let hits = s
+        .ok("memory_search", json!({"query": "normal content"}))
+        .await;
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
+    std::os::unix::fs::symlink(".", store.join("loop")).unwrap();
+    std::os::unix::fs::symlink("..", store.join("notes/up")).unwrap();
+    std::os::unix::fs::symlink("notes", store.join("alias")).unwrap();
+    // A search sees outside changes at once: still one hit.
+    let hits = s
+        .ok("memory_search", json!({"query": "normal content"}))
+        .await;
+    let paths: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/memories/notes/a.md"], "{hits}");
+    let history = s.ok("memory_history", json!({})).await;
+    let versions = history["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 1, "{history}");
+    // A restart (a full sync of the index) agrees.
+    s.stop().await;
+    let s = sb.serve().await;
+    let hits = s
+        .ok("memory_search", json!({"query": "normal content"}))
+        .await;
+    assert_eq!(hits["hits"].as_array().unwrap().len(), 1, "{hits}");
+    // The linked folder still lists by its own name.
+    let listed = s.ok("memory_list", json!({"path": "alias/"})).await;
+    assert_eq!(
+        listed["entries"][0]["path"], "/memories/alias/a.md",
+        "{listed}"
+    );
+    s.stop().await;
+}

@@ -454,6 +454,15 @@ fn sync_paths(
     for p in paths {
         match store.metadata(p) {
             Err(e @ Error::Database { .. }) => return Err(SyncError::Store(e)),
+            // A link to a folder is left out, as every walk leaves it out: through it each
+            // memory below would be indexed, and recorded, a second time under another
+            // path (`loop -> .` made every memory of the store appear twice).
+            Ok(Some(m))
+                if m.kind == EntryKind::Dir
+                    && store.entry_kind(p).ok().flatten() == Some(EntryKind::Symlink) =>
+            {
+                seen(p, Observed::Nothing);
+            }
             Ok(Some(m)) if m.kind == EntryKind::Dir => {
                 seen(p, Observed::Folder);
                 changed.extend(reconcile(store, index, p, progress)?)
