@@ -2276,3 +2276,32 @@ async fn the_console_brings_its_index_up_to_date_before_any_request() {
         .wait_for("store /memories: building the search index from the files")
         .await;
 }
+
+/// Bound beyond loopback (`--listen 0.0.0.0:PORT`, as in a container), the console says
+/// where it really listens and warns that the link is the only sign-in, in the clear; on
+/// loopback it says nothing of the kind.
+#[tokio::test]
+async fn a_console_bound_beyond_loopback_says_so() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let mut child = command()
+        .arg("console")
+        .arg("--root")
+        .arg(&store)
+        .args(["--listen", "0.0.0.0:0", "--no-index"])
+        .spawn()
+        .expect("spawn memdir console");
+    let mut log = StderrLog::read_async(child.stderr.take().unwrap(), "memdir console");
+    let line = log.wait_for("reachable from other machines").await;
+    assert!(
+        line.contains("bound to 0.0.0.0:") && line.contains("in the clear"),
+        "{line}"
+    );
+    let _ = child.start_kill();
+    let served = Served::console(&store, &[]).await;
+    assert!(
+        !served.log.text().contains("reachable from other machines"),
+        "{}",
+        served.log.text()
+    );
+}

@@ -56,6 +56,14 @@ pub async fn serve(
     };
     let stop = shutdown_signal();
     tracing::info!("console listening on http://{shown}/ (the sign-in link is on stdout)");
+    if !local.ip().is_loopback() {
+        // The link is the only sign-in, and plain HTTP carries it in the clear.
+        tracing::warn!(
+            "the console is bound to {local}, reachable from other machines: whoever reaches \
+             it with the sign-in link signs in, and plain HTTP carries the link in the clear; \
+             prefer a loopback --listen (the default) and an SSH tunnel"
+        );
+    }
     ready(&format!("http://{shown}/?token={token}"));
     drop(token);
 
