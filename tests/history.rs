@@ -1088,3 +1088,61 @@ async fn a_change_made_while_no_memdir_ran_is_recorded_at_the_next_start() {
     assert_eq!(edited["content"], "v2 deploy, edited by hand\n");
     s.stop().await;
 }
+
+/// Regression: a folder delete or move recorded only the visible memories in it, though
+/// it removed or moved the hidden ones (`.name`, `node_modules`) too, which a tool can
+/// write: their deletion was recorded later, if at all, by "external". Every file a
+/// folder delete removes, and every file a folder move moves, now has its version by the
+/// client, and a deleted hidden memory can be restored.
+#[tokio::test]
+async fn folder_deletes_and_moves_record_hidden_memories_too() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let files = [
+        ("f/v.md", "visible\n"),
+        ("f/.h.md", "hidden\n"),
+        ("f/node_modules/n.md", "module\n"),
+    ];
+    for (path, content) in files {
+        s.ok("memory_write", json!({"path": path, "content": content}))
+            .await;
+    }
+    let moved = s
+        .ok("memory_edit", json!({"path": "f/", "new_path": "g/"}))
+        .await;
+    assert_eq!(moved["file_count"], 3, "{moved}");
+    for (path, _) in files {
+        let new = path.replacen("f/", "g/", 1);
+        let h = s.ok("memory_history", json!({"path": new})).await;
+        let newest = &versions(&h)[0];
+        assert_eq!(newest["operation"], "renamed", "{new}: {h}");
+        assert_eq!(newest["from"], format!("/memories/{path}"), "{h}");
+        assert_ne!(newest["actor"], "external", "{h}");
+    }
+    let deleted = s.ok("memory_delete", json!({"path": "g/"})).await;
+    assert_eq!(
+        deleted["versions"].as_array().unwrap().len(),
+        3,
+        "{deleted}"
+    );
+    for (path, content) in files {
+        let new = path.replacen("f/", "g/", 1);
+        let h = s.ok("memory_history", json!({"path": new})).await;
+        let newest = &versions(&h)[0];
+        assert_eq!(newest["operation"], "deleted", "{new}: {h}");
+        assert_ne!(newest["actor"], "external", "{h}");
+        // What was deleted comes back whole from its last version.
+        let restored = s
+            .ok(
+                "memory_write",
+                json!({"path": new, "restore_version": versions(&h)[1]["version"]}),
+            )
+            .await;
+        assert_eq!(restored["created"], true, "{restored}");
+        assert_eq!(
+            std::fs::read_to_string(sb.store().join(&new)).unwrap(),
+            content
+        );
+    }
+    s.stop().await;
+}

@@ -121,8 +121,10 @@ fn delete_file<'m>(
     Ok((rec, vec![p.canonical()]))
 }
 
-/// Removes the folder `p` and everything in it (hidden files too, though only visible
-/// memories are recorded); returns the recorder, ready to commit, and the files removed.
+/// Removes the folder `p` and everything in it; returns the recorder, ready to commit,
+/// and the files removed. Every file removed is recorded, hidden ones too (`.name`,
+/// `node_modules`: list and search skip them, but a tool can write them, and what a
+/// delete removes is never lost).
 fn delete_folder<'m>(
     md: &Memdir,
     mut rec: Recorder<'m>,
@@ -132,13 +134,7 @@ fn delete_folder<'m>(
     let store = md.store(p);
     let mut entries = store.walk_everything(p)?;
     for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
-        if entry
-            .path
-            .segments
-            .iter()
-            .all(|s| !crate::store::hidden_name(s))
-            && let Ok(data) = store.read(&entry.path)
-        {
+        if let Ok(data) = store.read(&entry.path) {
             let sha = text::sha256_hex(&data.bytes);
             deletion.note(&mut rec, entry.path.rel(), &sha, &data.bytes)?;
         }

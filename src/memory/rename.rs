@@ -95,11 +95,12 @@ pub(super) fn rename(
     })
 }
 
-/// Every file under the folder `from`, with where it lands under `to`.
+/// Every file under the folder `from`, hidden ones too (they move with it), with where it
+/// lands under `to`.
 fn folder_moves(store: &Store, from: &MemPath, to: &MemPath) -> Result<Vec<Moving>> {
     let mut moving = Vec::new();
     for entry in store
-        .walk(from, None)?
+        .walk_everything(from)?
         .into_iter()
         .filter(|e| e.kind == EntryKind::File)
     {
