@@ -903,10 +903,21 @@ async fn a_joined_word_is_found_by_its_words_in_other_forms() {
             assert_eq!(r["hits"][0]["path"], expect, "{query}: {r}");
             assert_eq!(r["relaxed"], true, "{query}: {r}");
         }
-        // Written as in the memory, it is found without relaxing.
-        let r = s.ok("memory_search", json!({"query": "Export-Job"})).await;
-        assert_eq!(r["hits"][0]["path"], "/memories/export.md", "{r}");
-        assert_eq!(r["relaxed"], false, "{r}");
+        // Written as in the memory, it is found without relaxing, and the first hit's
+        // score is 1 whatever the page (the relaxed query's own scores, which the page
+        // asked for when the words matched fewer memories than it holds, were taken for
+        // the reference and left it at 0.23).
+        for limit in [1, 10] {
+            let r = s
+                .ok(
+                    "memory_search",
+                    json!({"query": "Export-Job", "limit": limit}),
+                )
+                .await;
+            assert_eq!(r["hits"][0]["path"], "/memories/export.md", "{r}");
+            assert_eq!(r["relaxed"], false, "{r}");
+            assert_eq!(r["hits"][0]["score"], 1.0, "limit {limit}: {r}");
+        }
         for query in ["\"Export-Jobs\"", "\"build-stages\""] {
             let r = s.ok("memory_search", json!({"query": query})).await;
             assert_eq!(r["total_hits"], 0, "quoted stays exact: {query}: {r}");

@@ -162,7 +162,13 @@ impl Ranking {
                 .filter(|c| !have.contains(&c.path.canonical()))
                 .map(|c| Candidate { partial: true, ..c }),
         );
-        self.best = self.best.max(some.best);
+        // Scores are relative to the first hit: the best of the memories holding every
+        // word when there are any. The relaxed query's own scores of those memories are
+        // higher (it has more clauses: a joined word's parts, a CJK word's pieces), and
+        // taken as the reference they left the first hit below 1.
+        if self.candidates.iter().all(|c| c.partial) {
+            self.best = self.best.max(some.best);
+        }
         self.total = some.total;
         self
     }
