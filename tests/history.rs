@@ -118,6 +118,21 @@ async fn mutations_make_versions_with_the_client_as_actor() {
         .ok("memory_history", json!({"path": "/memories", "version": 1}))
         .await;
     assert_eq!(one["content"], "one\n");
+    // A path narrower than the store names the memory the version must be of.
+    let own = s
+        .ok(
+            "memory_history",
+            json!({"path": "/memories/a.md", "version": 1}),
+        )
+        .await;
+    assert_eq!(own["content"], "one\n");
+    let e = s
+        .err(
+            "memory_history",
+            json!({"path": "/memories/elsewhere.md", "version": 1}),
+        )
+        .await;
+    assert!(e.contains("version 1 is of `/memories/a.md`"), "{e}");
 
     // Pagination, newest first.
     let page = s.ok("memory_history", json!({"limit": 2})).await;

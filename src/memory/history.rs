@@ -137,6 +137,21 @@ fn one_version(md: &Memdir, scope: &MemPath, version: u64) -> Result<HistoryResu
         .ok_or_else(|| {
             Error::InvalidArgument(format!("/{} has no version {version}", store.name))
         })?;
+    // A path narrower than the store names the memory the version must be of (or the
+    // folder it must be in): another memory's version would answer another question.
+    if !scope.is_root() && !record.redacted {
+        let rel = scope.rel();
+        let within = |p: &str| p == rel || p.starts_with(&format!("{rel}/"));
+        if !within(&record.path) && !record.from.as_deref().is_some_and(within) {
+            return Err(Error::InvalidArgument(format!(
+                "version {version} is of `/{}/{}`, not of `{}`: give its own path, or the store `/{}/`",
+                store.name,
+                record.path,
+                scope.canonical(),
+                store.name
+            )));
+        }
+    }
     let content = if record.redacted {
         None
     } else {

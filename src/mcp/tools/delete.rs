@@ -56,7 +56,7 @@ impl MemdirServer {
     #[tool(
         input_schema = input::<DeleteParams>(),
         output_schema = output::<DeleteOut>(),
-        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false, open_world_hint = false)
+        annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true, open_world_hint = false)
     )]
     async fn memory_delete(
         &self,
