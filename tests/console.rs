@@ -811,6 +811,31 @@ async fn create_and_delete_with_a_reason_and_read_only_refuses() {
         assert_eq!(r.status(), StatusCode::FORBIDDEN, "{path}");
         assert_eq!(snapshot(&ro), before, "{path}");
     }
+    // A store no one has is not found, rather than read-only.
+    for (path, fields) in [
+        ("/redact", vec![("store", "nosuch"), ("version", "1")]),
+        ("/import", vec![("store", "nosuch"), ("archive", "")]),
+    ] {
+        let mut all = vec![("csrf", csrf.as_str())];
+        all.extend(fields);
+        let r = served
+            .post(path, &all)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+        assert!(r.text().await.unwrap().contains("no store is named nosuch"));
+    }
+    for path in ["/redact?store=nosuch&version=1", "/import?store=nosuch"] {
+        let r = served
+            .get(path)
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::NOT_FOUND, "{path}");
+    }
     let page = served
         .get("/memory?path=%2Fro%2Ffixed.md")
         .header("Cookie", &cookie)

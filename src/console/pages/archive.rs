@@ -35,6 +35,7 @@ pub async fn export(view: View, query: Query) -> Result<Page, Page> {
 /// `GET /import?store=S`: the upload form.
 pub async fn form(view: View, query: Query) -> Result<Page, Page> {
     let store = query.required("store")?.to_string();
+    view.writable_store(&store)?;
     let body = html! {
         h1 { "Import into /" (store) }
         p {
@@ -61,12 +62,7 @@ pub async fn form(view: View, query: Query) -> Result<Page, Page> {
 /// `POST /import {store, archive}`.
 pub async fn import(view: View, form: &Query) -> Result<Page, Page> {
     let store = form.required("store")?.to_string();
-    if view.read_only(&format!("/{store}/")) {
-        return Err(Page::error(
-            StatusCode::FORBIDDEN,
-            &format!("Forbidden: /{store} is read-only"),
-        ));
-    }
+    view.writable_store(&store)?;
     let archive_text = form.required("archive")?.to_string();
     {
         let store = store.clone();

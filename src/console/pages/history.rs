@@ -333,12 +333,7 @@ async fn restore_conflict(view: View, path: &str, version: u64) -> Result<Page, 
 pub async fn redact_form(view: View, query: Query) -> Result<Page, Page> {
     let store = query.required("store")?.to_string();
     let version = version_of(query.get("version"), "version")?;
-    if view.read_only(&format!("/{store}/")) {
-        return Err(Page::error(
-            StatusCode::FORBIDDEN,
-            &format!("Forbidden: /{store} is read-only"),
-        ));
-    }
+    view.writable_store(&store)?;
     let (v, _) = one(&view, &store, version).await?;
     if v.redacted {
         return Err(Page::error(
@@ -382,12 +377,7 @@ pub async fn redact_form(view: View, query: Query) -> Result<Page, Page> {
 pub async fn redact(view: View, form: &Query) -> Result<Page, Page> {
     let store = form.required("store")?.to_string();
     let version = version_of(form.get("version"), "version")?;
-    if view.read_only(&format!("/{store}/")) {
-        return Err(Page::error(
-            StatusCode::FORBIDDEN,
-            &format!("Forbidden: /{store} is read-only"),
-        ));
-    }
+    view.writable_store(&store)?;
     {
         let store = store.clone();
         view.run(move |md| record::redact(md, Some(&store), version))

@@ -62,6 +62,22 @@ impl View {
             })
     }
 
+    /// The store named `name`, if it may be changed here: 404 for a name no store has,
+    /// 403 for a read-only store (for pages that change a store as a whole).
+    pub fn writable_store(&self, name: &str) -> Result<(), Page> {
+        match self.memdir.stores().iter().find(|s| s.name == name) {
+            None => Err(Page::error(
+                StatusCode::NOT_FOUND,
+                &format!("Not Found: no store is named {name}"),
+            )),
+            Some(s) if s.read_only => Err(Page::error(
+                StatusCode::FORBIDDEN,
+                &format!("Forbidden: /{name} is read-only"),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+
     /// Whether the store a path starts with is read-only (unknown stores count as such).
     pub fn read_only(&self, path: &str) -> bool {
         let name = path.trim_start_matches('/').split('/').next().unwrap_or("");
