@@ -64,6 +64,7 @@ impl View {
 
     /// The store named `name`, if it may be changed here: 404 for a name no store has,
     /// 403 for a read-only store (for pages that change a store as a whole).
+    #[allow(clippy::result_large_err)]
     pub fn writable_store(&self, name: &str) -> Result<(), Page> {
         match self.memdir.stores().iter().find(|s| s.name == name) {
             None => Err(Page::error(
