@@ -389,9 +389,12 @@ fn restore(
     json: bool,
 ) -> anyhow::Result<()> {
     let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
-    let target = crate::path::parse_path(path, &names)?.canonical();
+    let parsed = crate::path::parse_path(path, &names)?;
+    let target = parsed.canonical();
+    // A version is asked of its store: the target may be another path than its own.
+    let store_root = format!("/{}/", names[parsed.store]);
     let found = HistoryRequest {
-        path: Some(&target),
+        path: Some(&store_root),
         limit: 1,
         cursor: None,
         version: Some(version),

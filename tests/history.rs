@@ -126,13 +126,21 @@ async fn mutations_make_versions_with_the_client_as_actor() {
         )
         .await;
     assert_eq!(own["content"], "one\n");
+    // Its history follows it back through its move: so does a version asked for there.
+    let moved = s
+        .ok(
+            "memory_history",
+            json!({"path": "/memories/notes/a.md", "version": 1}),
+        )
+        .await;
+    assert_eq!(moved["content"], "one\n");
     let e = s
         .err(
             "memory_history",
             json!({"path": "/memories/elsewhere.md", "version": 1}),
         )
         .await;
-    assert!(e.contains("version 1 is of `/memories/a.md`"), "{e}");
+    assert!(e.contains("version 1 is not in the history of `/memories/elsewhere.md` (it is of `/memories/a.md`)"), "{e}");
 
     // Pagination, newest first.
     let page = s.ok("memory_history", json!({"limit": 2})).await;

@@ -30,6 +30,7 @@ pub struct HistoryRequest<'a> {
 }
 
 /// `memory_history`'s filters, parsed.
+#[derive(Default)]
 pub(crate) struct Filter<'a> {
     operation: Option<Op>,
     actor: Option<&'a str>,

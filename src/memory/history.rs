@@ -131,26 +131,29 @@ impl HistoryRequest<'_> {
 
 fn one_version(md: &Memdir, scope: &MemPath, version: u64) -> Result<HistoryResult> {
     let store = md.store(scope);
-    let record = history::records(store)?
-        .into_iter()
+    let records = history::records(store)?;
+    let record = records
+        .iter()
         .find(|r| r.version == version)
+        .cloned()
         .ok_or_else(|| {
             Error::InvalidArgument(format!("/{} has no version {version}", store.name))
         })?;
-    // A path narrower than the store names the memory the version must be of (or the
-    // folder it must be in): another memory's version would answer another question.
-    if !scope.is_root() && !record.redacted {
-        let rel = scope.rel();
-        let within = |p: &str| p == rel || p.starts_with(&format!("{rel}/"));
-        if !within(&record.path) && !record.from.as_deref().is_some_and(within) {
-            return Err(Error::InvalidArgument(format!(
-                "version {version} is of `/{}/{}`, not of `{}`: give its own path, or the store `/{}/`",
-                store.name,
-                record.path,
-                scope.canonical(),
-                store.name
-            )));
-        }
+    // A path narrower than the store names the memory (followed back through its
+    // renames, as its history is) or the folder the version must be of: another
+    // memory's version would answer another question.
+    if !scope.is_root()
+        && !versions::in_scope(scope, records, None, &Filter::default())
+            .iter()
+            .any(|(_, v)| v.version == version)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "version {version} is not in the history of `{}` (it is of `/{}/{}`): give that path, or the store `/{}/`",
+            scope.canonical(),
+            store.name,
+            record.path,
+            store.name
+        )));
     }
     let content = if record.redacted {
         None
