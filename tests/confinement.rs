@@ -1457,6 +1457,16 @@ async fn links_into_the_state_folder_are_refused() {
             .await;
         refused(&e, folder.trim_end_matches('/'));
     }
+    // A move whose destination's folders would be made through the link makes none.
+    let e = s
+        .err(
+            "memory_edit",
+            json!({"path": "/memories/a.md", "new_path": "/memories/state/x/y.md"}),
+        )
+        .await;
+    refused(&e, "state/x/y.md");
+    assert!(!state.join("x").exists());
+    assert!(store.join("a.md").is_file());
     // The state folder is as it was; history still says who wrote what.
     assert_eq!(std::fs::read(&log).unwrap(), before);
     assert!(state.join("lock").is_file());
@@ -1529,6 +1539,19 @@ async fn links_to_folders_inside_the_store_add_no_second_copies() {
     let history = s.ok("memory_history", json!({})).await;
     let versions = history["versions"].as_array().unwrap();
     assert_eq!(versions.len(), 1, "{history}");
+    // A folder replaced by a link to its new name: found once, under the new name.
+    std::fs::rename(store.join("notes"), store.join("notes_old")).unwrap();
+    std::os::unix::fs::symlink("notes_old", store.join("notes")).unwrap();
+    let hits = s
+        .ok("memory_search", json!({"query": "normal content"}))
+        .await;
+    let paths: Vec<&str> = hits["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/memories/notes_old/a.md"], "{hits}");
     // A restart (a full sync of the index) agrees.
     s.stop().await;
     let s = sb.serve().await;

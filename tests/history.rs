@@ -1130,6 +1130,10 @@ async fn folder_deletes_and_moves_record_hidden_memories_too() {
         s.ok("memory_write", json!({"path": path, "content": content}))
             .await;
     }
+    // A file that could not be a memory (not UTF-8) moves and goes with its folder,
+    // unrecorded.
+    std::fs::create_dir_all(sb.store().join("f/.git")).unwrap();
+    std::fs::write(sb.store().join("f/.git/blob"), [0xff, 0xfe, 0x00, 0x9c]).unwrap();
     let moved = s
         .ok("memory_edit", json!({"path": "f/", "new_path": "g/"}))
         .await;

@@ -122,9 +122,9 @@ fn delete_file<'m>(
 }
 
 /// Removes the folder `p` and everything in it; returns the recorder, ready to commit,
-/// and the files removed. Every file removed is recorded, hidden ones too (`.name`,
-/// `node_modules`: list and search skip them, but a tool can write them, and what a
-/// delete removes is never lost).
+/// and the files removed. Every file removed that could be a memory is recorded, hidden
+/// ones too (`.name`, `node_modules`: list and search skip them, but a tool can write
+/// them, and what a delete removes is never lost).
 fn delete_folder<'m>(
     md: &Memdir,
     mut rec: Recorder<'m>,
@@ -134,7 +134,9 @@ fn delete_folder<'m>(
     let store = md.store(p);
     let mut entries = store.walk_everything(p)?;
     for entry in entries.iter().filter(|e| e.kind == EntryKind::File) {
-        if let Ok(data) = store.read(&entry.path) {
+        if let Ok(data) = store.read(&entry.path)
+            && could_be_memory(md, &data.bytes)
+        {
             let sha = text::sha256_hex(&data.bytes);
             deletion.note(&mut rec, entry.path.rel(), &sha, &data.bytes)?;
         }
@@ -166,4 +168,10 @@ fn delete_folder<'m>(
     }
     deleted_files.sort();
     Ok((rec, deleted_files))
+}
+
+/// Whether a file's bytes could be a memory (UTF-8 text within the size limit), so its
+/// removal or move is recorded: a binary file under `.git` or `node_modules` is not.
+pub(super) fn could_be_memory(md: &Memdir, bytes: &[u8]) -> bool {
+    bytes.len() as u64 <= md.settings.max_file_bytes && std::str::from_utf8(bytes).is_ok()
 }

@@ -370,6 +370,11 @@ fn lower_priority() {
     }
 }
 
+/// The most runs of a memory's vectors a database may hand over: its mean and the chunks
+/// of the largest memory (1 MiB at a token in about 2 bytes, 128 tokens a chunk, is some
+/// 4,000): more is not this model's work, and would make every search slower.
+const MAX_RUNS: usize = 4_097;
+
 /// Whether `v` can be a memory's vectors under the model ([`pack`]): one or more runs of
 /// `dim` finite numbers, each of length 1 (as every vector it makes is normalised; the
 /// tolerance covers another machine's rounding), never two runs (a memory of several
@@ -377,9 +382,35 @@ fn lower_priority() {
 fn is_unit_vector(v: &[f32], dim: usize) -> bool {
     dim > 0
         && !v.is_empty()
+        && v.len() <= MAX_RUNS * dim
         && v.len().is_multiple_of(dim)
         && v.len() != 2 * dim
         && v.iter().all(|x| x.is_finite())
         && v.chunks_exact(dim)
             .all(|c| (c.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>() - 1.0).abs() < 1e-3)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a database may hand over as a memory's vectors: unit runs of the model's
+    /// width, one or three and more (the mean and two chunks at least), and never more
+    /// than the largest memory's chunks could make.
+    #[test]
+    fn shared_vectors_are_whole_unit_runs_within_bounds() {
+        let dim = 4;
+        let run = [0.5f32, 0.5, 0.5, 0.5];
+        let runs = |n: usize| run.repeat(n);
+        assert!(is_unit_vector(&runs(1), dim));
+        assert!(!is_unit_vector(&runs(2), dim), "a mean and one chunk");
+        assert!(is_unit_vector(&runs(3), dim));
+        assert!(is_unit_vector(&runs(MAX_RUNS), dim));
+        assert!(!is_unit_vector(&runs(MAX_RUNS + 1), dim), "too many runs");
+        assert!(!is_unit_vector(&[], dim));
+        assert!(!is_unit_vector(&run[..3], dim), "a cut run");
+        assert!(!is_unit_vector(&[1.0, 0.0, 0.0, f32::NAN], dim));
+        assert!(!is_unit_vector(&[2.0, 0.0, 0.0, 0.0], dim), "not of length 1");
+        assert!(!is_unit_vector(&runs(1), 0));
+    }
 }

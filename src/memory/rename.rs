@@ -47,7 +47,7 @@ pub(super) fn rename(
         if expected.is_some() {
             return Err(Error::Sha256OnFolder);
         }
-        (folder_moves(store, from, &to)?, None)
+        (folder_moves(md, store, from, &to)?, None)
     } else {
         let cur = md.current(from)?.ok_or_else(|| Error::NotFound {
             path: from.canonical(),
@@ -95,16 +95,18 @@ pub(super) fn rename(
     })
 }
 
-/// Every file under the folder `from`, hidden ones too (they move with it), with where it
-/// lands under `to`.
-fn folder_moves(store: &Store, from: &MemPath, to: &MemPath) -> Result<Vec<Moving>> {
+/// Every file under the folder `from` that could be a memory, hidden ones too (they move
+/// with it), with where it lands under `to`.
+fn folder_moves(md: &Memdir, store: &Store, from: &MemPath, to: &MemPath) -> Result<Vec<Moving>> {
     let mut moving = Vec::new();
     for entry in store
         .walk_everything(from)?
         .into_iter()
         .filter(|e| e.kind == EntryKind::File)
     {
-        if let Ok(data) = store.read(&entry.path) {
+        if let Ok(data) = store.read(&entry.path)
+            && super::delete::could_be_memory(md, &data.bytes)
+        {
             let suffix = &entry.path.segments[from.segments.len()..];
             let mut target = to.clone();
             target.segments.extend(suffix.iter().cloned());

@@ -462,6 +462,9 @@ fn sync_paths(
                     && store.entry_kind(p).ok().flatten() == Some(EntryKind::Symlink) =>
             {
                 seen(p, Observed::Nothing);
+                // A folder replaced by a link: what was indexed under it is gone.
+                changed.push(p.rel());
+                steps.push(Step::RemoveTree(p.rel()));
             }
             Ok(Some(m)) if m.kind == EntryKind::Dir => {
                 seen(p, Observed::Folder);

@@ -148,6 +148,9 @@ struct Ranking {
     total: usize,
     complete: usize,
     best: f64,
+    /// The best score of the relaxed query too, which partial matches are relative to
+    /// (its clauses are more, so its scores run higher).
+    best_any: f64,
     candidates: Vec<Candidate>,
 }
 
@@ -166,8 +169,9 @@ impl Ranking {
         // word when there are any. The relaxed query's own scores of those memories are
         // higher (it has more clauses: a joined word's parts, a CJK word's pieces), and
         // taken as the reference they left the first hit below 1.
+        self.best_any = self.best.max(some.best);
         if self.candidates.iter().all(|c| c.partial) {
-            self.best = self.best.max(some.best);
+            self.best = self.best_any;
         }
         self.total = some.total;
         self
@@ -238,6 +242,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         let Ranking {
             total,
             best,
+            best_any,
             candidates: mut ranked,
             ..
         } = ranking;
@@ -269,9 +274,21 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         } else {
             relaxed
         };
+        // Partial matches of a search by words are relative to the relaxed query's best
+        // (fused scores are all on one scale already).
+        let partial: std::collections::HashSet<String> = page
+            .clone()
+            .filter(|c| c.partial && plan.meaning.is_none())
+            .map(|c| c.path.canonical())
+            .collect();
         let (mut hits, stale) = show(corpus, [query, &loose], plan.budget, page);
         for hit in &mut hits {
-            hit.score = relative(hit.score, best);
+            let reference = if partial.contains(&hit.path) {
+                best.max(best_any)
+            } else {
+                best
+            };
+            hit.score = relative(hit.score, reference);
         }
         result = SearchResult {
             next_cursor: (plan.offset + hits.len() < total && !hits.is_empty())
@@ -628,6 +645,7 @@ fn fuse(lexical: Ranking, dense: DenseRanking) -> Ranking {
         total: lexical.total + added,
         complete: lexical.complete,
         best: 1.0,
+        best_any: 1.0,
         candidates,
     }
 }

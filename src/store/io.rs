@@ -297,6 +297,10 @@ impl FolderStore {
     /// opens the immediate parent.
     fn ensure_parent(&self, path: &MemPath) -> Result<Dir> {
         let parent = path.parent().unwrap_or_else(|| path.clone());
+        // Before any folder is made: one made through a link would land in `.memdir`.
+        self.clear_of_state(&parent).map_err(|_| Error::StateLink {
+            path: path.canonical(),
+        })?;
         for depth in 1..=parent.segments.len() {
             let mut sub = parent.clone();
             sub.segments.truncate(depth);
