@@ -410,7 +410,10 @@ mod tests {
         assert!(!is_unit_vector(&[], dim));
         assert!(!is_unit_vector(&run[..3], dim), "a cut run");
         assert!(!is_unit_vector(&[1.0, 0.0, 0.0, f32::NAN], dim));
-        assert!(!is_unit_vector(&[2.0, 0.0, 0.0, 0.0], dim), "not of length 1");
+        assert!(
+            !is_unit_vector(&[2.0, 0.0, 0.0, 0.0], dim),
+            "not of length 1"
+        );
         assert!(!is_unit_vector(&runs(1), 0));
     }
 }
