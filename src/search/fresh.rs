@@ -436,6 +436,21 @@ enum Step {
     RemoveTree(String),
 }
 
+/// Whether a folder on the way to `p` is a symbolic link.
+fn behind_link(store: &Store, p: &MemPath) -> bool {
+    let mut up = p.parent();
+    while let Some(dir) = up {
+        if dir.segments.is_empty() {
+            return false;
+        }
+        if store.entry_kind(&dir).ok().flatten() == Some(EntryKind::Symlink) {
+            return true;
+        }
+        up = dir.parent();
+    }
+    false
+}
+
 /// Makes the index agree with the file system at each of `paths` (files, folders or
 /// nothing, as a watcher reports them). Folders are reconciled; the files' changes go in
 /// write transactions of up to [`BATCH`] files, so a search that follows many writes (its
@@ -452,7 +467,14 @@ fn sync_paths(
     let mut steps = Vec::new();
     let mut changed = Vec::new();
     for p in paths {
-        match store.metadata(p) {
+        // A path below a link to a folder is no path a walk reaches: as if nothing were
+        // there (a watcher that polls reports the files of a folder replaced by a link).
+        let found = if behind_link(store, p) {
+            Ok(None)
+        } else {
+            store.metadata(p)
+        };
+        match found {
             Err(e @ Error::Database { .. }) => return Err(SyncError::Store(e)),
             // A link to a folder is left out, as every walk leaves it out: through it each
             // memory below would be indexed, and recorded, a second time under another
