@@ -218,40 +218,31 @@ impl VectorCache {
     }
 }
 
-/// The dot product of a vector with an 8-bit one, before the latter's scale: eight
-/// running sums, as in [`cosine`].
+/// The dot product of a vector with an 8-bit one, before the latter's scale.
 fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
-    let mut sums = [0f32; 8];
-    let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
-    let tail: f32 = a8
-        .remainder()
-        .iter()
-        .zip(b8.remainder())
-        .map(|(x, y)| x * f32::from(*y))
-        .sum();
-    for (x, y) in a8.zip(b8) {
-        for i in 0..8 {
-            sums[i] += x[i] * f32::from(y[i]);
-        }
-    }
-    sums.iter().sum::<f32>() + tail
+    dot(a, b)
 }
 
-/// The dot product of two vectors: their cosine, as both are unit vectors. Eight
-/// running sums, so the compiler can keep them in one SIMD register (one sum would be a
-/// chain of dependent additions: several times slower over ten thousand memories).
+/// The dot product of two vectors: their cosine, as both are unit vectors.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    dot(a, b)
+}
+
+/// The dot product of a vector with one of `f32`s or of 8-bit numbers. Eight running
+/// sums, so the compiler can keep them in one SIMD register (one sum would be a chain of
+/// dependent additions: several times slower over ten thousand memories).
+fn dot<T: Copy + Into<f32>>(a: &[f32], b: &[T]) -> f32 {
     let mut sums = [0f32; 8];
     let (a8, b8) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = a8
         .remainder()
         .iter()
         .zip(b8.remainder())
-        .map(|(x, y)| x * y)
+        .map(|(x, y)| x * (*y).into())
         .sum();
     for (x, y) in a8.zip(b8) {
         for i in 0..8 {
-            sums[i] += x[i] * y[i];
+            sums[i] += x[i] * y[i].into();
         }
     }
     sums.iter().sum::<f32>() + tail
