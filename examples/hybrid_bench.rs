@@ -7,7 +7,8 @@
 //! ```
 //!
 //! It generates a store of N short memories, builds its index with `memdir reindex`,
-//! and, so that the figure does not wait for minutes of embedding (N passages at ~15 a
+//! times searches while the server's backfill embeds it (and how fast the backfill goes
+//! under that load), and, so that the figure does not wait for minutes of embedding (N passages at ~15 a
 //! second), puts a random unit vector for each memory's content into the index's vector
 //! table under the model's id: the search's work (embedding the query, the cosine over
 //! every memory in scope, the fusion) is the same whatever the vectors hold. The
@@ -116,8 +117,6 @@ async fn main() -> anyhow::Result<()> {
         args.memories,
         started.elapsed().as_secs_f64()
     );
-    fill_vectors(&index, &model_id)?;
-
     let queries: Vec<String> = (0..args.queries)
         .map(|i| {
             let a = WORDS[i % WORDS.len()];
@@ -125,6 +124,8 @@ async fn main() -> anyhow::Result<()> {
             format!("what did we say about the {a} and {b}")
         })
         .collect();
+    while_embedding(&bin, &[root, index_dir, model], &queries).await?;
+    fill_vectors(&index, &model_id)?;
     println!(
         "\n{:<28} {:>8} {:>8} {:>8}",
         "memory_search", "p50 ms", "p95 ms", "max ms"
@@ -156,6 +157,45 @@ async fn main() -> anyhow::Result<()> {
         println!("{:<28} {}", "  server VmRSS / VmHWM", rss(pid));
         client.cancel().await?;
     }
+    Ok(())
+}
+
+/// Searches while the server's backfill embeds the store (no vector yet): their latency,
+/// and how fast the backfill goes meanwhile (the searches keep a core busy, as a client
+/// that polls does).
+async fn while_embedding(bin: &Path, paths: &[&str; 3], queries: &[String]) -> anyhow::Result<()> {
+    let [root, index_dir, model] = *paths;
+    let args = [
+        "--root",
+        root,
+        "--index-dir",
+        index_dir,
+        "--semantic",
+        "--model",
+        model,
+    ];
+    let (client, _) = serve(bin, &args).await?;
+    let started = Instant::now();
+    let pending = |v: &Value| v["pending_vectors"].as_u64().unwrap_or(0);
+    let before = pending(&search(&client, &queries[0]).await?);
+    let mut samples = Vec::new();
+    let mut last = before;
+    for q in queries {
+        let t = Instant::now();
+        last = pending(&search(&client, q).await?);
+        samples.push(t.elapsed());
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    client.cancel().await?;
+    let s = stats::Stats::of(&samples);
+    println!(
+        "while the backfill embeds: search p50 {:.2} ms, p95 {:.2} ms; {} memories embedded \
+         in {seconds:.1} s ({:.1}/s) under that search load",
+        s.p50,
+        s.p95,
+        before - last,
+        (before - last) as f64 / seconds
+    );
     Ok(())
 }
 

@@ -23,6 +23,9 @@ use serde_json::{Value, json};
 /// How long the backfill may take for the few memories of a test.
 const BACKFILL_LIMIT: Duration = Duration::from_secs(300);
 
+/// How often a test asks whether vectors are still pending.
+const POLL: Duration = Duration::from_millis(100);
+
 /// The model's weights: `MEMDIR_TEST_MODEL`, else the installed model.
 fn model() -> String {
     let path = std::env::var_os("MEMDIR_TEST_MODEL")
@@ -95,7 +98,10 @@ async fn settled(server: &Server, args: Value) -> Value {
             Instant::now() < deadline,
             "{pending} vectors still pending after {BACKFILL_LIMIT:?}"
         );
-        tokio::task::yield_now().await;
+        // A pause between polls: searching without one keeps a core busy at normal
+        // priority, and the backfill it waits for runs below that (tests run in parallel
+        // on two cores, so polling alone could starve every test's backfill).
+        tokio::time::sleep(POLL).await;
     }
 }
 

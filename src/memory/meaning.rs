@@ -360,12 +360,19 @@ impl Memdir {
     }
 }
 
-/// Gives the calling thread (the backfill) the lowest CPU priority, so that embedding,
-/// which keeps a core busy for minutes, yields to tool calls. On Linux a thread has a nice
-/// value of its own; elsewhere the thread keeps its priority.
+/// The backfill thread's nice value on Linux: a busy core shares out about nine parts to
+/// tool calls for one to embedding. The lowest priority (19, one part in 70) let a steady
+/// load stop the backfill outright (docs/decisions/hybrid-search.md, "Backfill").
+#[cfg(target_os = "linux")]
+const BACKFILL_NICE: i32 = 10;
+
+/// Gives the calling thread (the backfill) a low CPU priority, so that embedding, which
+/// keeps a core busy for minutes, yields to tool calls yet still goes on when every core
+/// is busy. On Linux a thread has a nice value of its own; elsewhere the thread keeps its
+/// priority.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::process::setpriority_process(None, 19) {
+    if let Err(e) = rustix::process::setpriority_process(None, BACKFILL_NICE) {
         tracing::debug!(error = %e, "could not lower the backfill thread's priority");
     }
 }
