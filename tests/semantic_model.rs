@@ -260,6 +260,7 @@ async fn filters_apply_to_meaning_hits() {
             Instant::now() < deadline,
             "never found with include_expired: {out}"
         );
+        tokio::time::sleep(POLL).await;
     };
     let h = hit(&out, "/memories/projects/pipeline.md").unwrap();
     let without = search(&server, json!({"query": query})).await;
