@@ -1248,6 +1248,52 @@ async fn a_cancelled_listen_stream_is_released() {
     server.terminate().await;
 }
 
+#[tokio::test]
+async fn one_token_cannot_hold_every_listen_stream() {
+    const PER_TOKEN: u64 = 16;
+    let sb = Sandbox::new();
+    let store = sb.store();
+    let tokens = tokens_file(sb.tmp.path());
+    let server =
+        HttpServer::start(&["--root", store.to_str().unwrap()], &["--tokens", &tokens]).await;
+    let url = server.url();
+    let uri = "memory://memories/a.md";
+    let mut alice = Vec::new();
+    for id in 0..PER_TOKEN {
+        alice.push(open_listen(&url, Some(ALICE), id, uri).await);
+    }
+    // One more by the same token is refused, saying why...
+    let listen = json!({
+        "jsonrpc": "2.0", "id": PER_TOKEN, "method": "subscriptions/listen",
+        "params": {"_meta": meta_2026(), "notifications": {"resourceSubscriptions": [uri]}}
+    });
+    let refused = post_2026(&url, Some(ALICE), "subscriptions/listen", &listen)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 429);
+    let why = refused.text().await.unwrap();
+    assert!(why.contains("this token holds 16"), "{why}");
+    // ...while another token still gets one.
+    let _bob = open_listen(&url, Some(BOB), 1, uri).await;
+    // Once one of hers is cancelled, alice has a place again.
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                        "params": {"requestId": 0, "_meta": meta_2026()}});
+    let ok = post_2026(&url, Some(ALICE), "notifications/cancelled", &cancel)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status().as_u16(), 202);
+    let mut first = alice.remove(0);
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while first.chunk().await.unwrap().is_some() {}
+    })
+    .await
+    .expect("the cancelled stream ends");
+    alice.push(open_listen(&url, Some(ALICE), PER_TOKEN, uri).await);
+    server.terminate().await;
+}
+
 // `resources/subscribe` is the 2025 era's model, which rmcp marks deprecated.
 #[allow(deprecated)]
 #[tokio::test]

@@ -44,7 +44,7 @@ use tokio::net::TcpListener;
 
 use self::gate::Gate;
 use self::listen::{accept, shutdown_signal};
-use self::streams::{Streams, Ticket};
+use self::streams::{Refused, Streams, Ticket};
 use self::tokens::TokenFile;
 use super::ServeError;
 use super::decode::decode;
@@ -63,6 +63,10 @@ pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
 /// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
+/// Streams one token may hold at once (as many as a stdio connection may): so that one
+/// token holder cannot take every place from the others. Without tokens there is one
+/// caller, held to `MAX_LISTENS`.
+const MAX_LISTENS_PER_TOKEN: usize = crate::mcp::flow::MAX_LISTENS;
 /// What a request refused during shutdown is told to wait before it retries: about a
 /// restart's time.
 const RETRY_AFTER_SECS: &str = "5";
@@ -252,7 +256,7 @@ impl App {
             tokens,
             max_body: options.max_body_bytes,
             draining: AtomicBool::new(false),
-            listens: Streams::new(MAX_LISTENS),
+            listens: Streams::new(MAX_LISTENS, MAX_LISTENS_PER_TOKEN),
         }
     }
 
@@ -388,11 +392,17 @@ impl App {
             _ => return Ok((bytes, None)),
         };
         match self.listens.admit(caller, id) {
-            Some(ticket) => Ok((bytes, Some(ticket))),
-            None => Err(text(
+            Ok(ticket) => Ok((bytes, Some(ticket))),
+            Err(Refused::Server) => Err(text(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
                     "Too Many Requests: {MAX_LISTENS} subscriptions/listen streams are open on this server; close one first"
+                ),
+            )),
+            Err(Refused::Caller) => Err(text(
+                StatusCode::TOO_MANY_REQUESTS,
+                &format!(
+                    "Too Many Requests: this token holds {MAX_LISTENS_PER_TOKEN} subscriptions/listen streams already, the most one token may; cancel or close one first"
                 ),
             )),
         }

@@ -1,5 +1,6 @@
-//! The `subscriptions/listen` streams open on the HTTP server: how many may be open (one
-//! more gets 429), and how one ends on a `notifications/cancelled` for its request id.
+//! The `subscriptions/listen` streams open on the HTTP server: how many may be open, on
+//! the server and by one token (one more gets 429), and how one ends on a
+//! `notifications/cancelled` for its request id.
 //!
 //! A stateless server has no session to carry a cancel to the stream it names, so the
 //! transport keeps the open streams by caller (the token's NAME; every client when there
@@ -24,7 +25,17 @@ use super::Body;
 /// The open streams, and the permits that count them.
 pub(super) struct Streams {
     permits: Arc<Semaphore>,
+    per_caller: usize,
     open: Arc<Mutex<Open>>,
+}
+
+/// Why a stream was refused.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// As many streams are open on the server as it allows.
+    Server,
+    /// As many are open by this caller (a token) as one caller may hold.
+    Caller,
 }
 
 #[derive(Default)]
@@ -55,20 +66,33 @@ impl Drop for Ticket {
 }
 
 impl Streams {
-    /// Room for `max` streams at once.
-    pub(super) fn new(max: usize) -> Streams {
+    /// Room for `max` streams at once, at most `per_caller` of them by one named caller.
+    /// Without tokens every client is the one unnamed caller, held only to `max`.
+    pub(super) fn new(max: usize, per_caller: usize) -> Streams {
         Streams {
             permits: Arc::new(Semaphore::new(max)),
+            per_caller,
             open: Arc::default(),
         }
     }
 
-    /// A ticket for a stream that `caller` opens with request id `id`; `None` when as
-    /// many streams are open as allowed.
-    pub(super) fn admit(&self, caller: Option<&str>, id: RequestId) -> Option<Ticket> {
-        let permit = Arc::clone(&self.permits).try_acquire_owned().ok()?;
-        let (cancel, cancelled) = oneshot::channel();
+    /// A ticket for a stream that `caller` opens with request id `id`, or why not.
+    pub(super) fn admit(&self, caller: Option<&str>, id: RequestId) -> Result<Ticket, Refused> {
         let mut open = lock(&self.open);
+        if let Some(name) = caller {
+            let held = open
+                .streams
+                .values()
+                .filter(|s| s.caller.as_deref() == Some(name))
+                .count();
+            if held >= self.per_caller {
+                return Err(Refused::Caller);
+            }
+        }
+        let permit = Arc::clone(&self.permits)
+            .try_acquire_owned()
+            .map_err(|_| Refused::Server)?;
+        let (cancel, cancelled) = oneshot::channel();
         let key = open.next;
         open.next += 1;
         open.streams.insert(
@@ -79,7 +103,7 @@ impl Streams {
                 cancel,
             },
         );
-        Some(Ticket {
+        Ok(Ticket {
             _permit: permit,
             open: Arc::clone(&self.open),
             key,
@@ -149,4 +173,41 @@ impl hyper::body::Body for Cancellable {
 
 fn lock(open: &Mutex<Open>) -> MutexGuard<'_, Open> {
     open.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_caller_holds_at_most_its_share_and_the_server_its_total() {
+        let streams = Streams::new(3, 2);
+        let a1 = streams.admit(Some("alice"), RequestId::Number(1)).unwrap();
+        let _a2 = streams.admit(Some("alice"), RequestId::Number(2)).unwrap();
+        assert_eq!(
+            streams.admit(Some("alice"), RequestId::Number(3)).err(),
+            Some(Refused::Caller)
+        );
+        let _b1 = streams.admit(Some("bob"), RequestId::Number(1)).unwrap();
+        assert_eq!(
+            streams.admit(Some("carol"), RequestId::Number(1)).err(),
+            Some(Refused::Server)
+        );
+        // A stream that ends gives its place back, to its caller and to the server.
+        drop(a1);
+        let _a3 = streams.admit(Some("alice"), RequestId::Number(3)).unwrap();
+    }
+
+    #[test]
+    fn without_tokens_only_the_server_total_holds() {
+        let streams = Streams::new(3, 1);
+        let held: Vec<_> = (0..3)
+            .map(|i| streams.admit(None, RequestId::Number(i)).unwrap())
+            .collect();
+        assert_eq!(
+            streams.admit(None, RequestId::Number(9)).err(),
+            Some(Refused::Server)
+        );
+        drop(held);
+    }
 }
