@@ -9,7 +9,8 @@
 //! index which contents lack a vector, takes those a database store already shares
 //! (`memdir_vectors`: one machine's work serves every machine), embeds the rest from the
 //! files in small batches, and hands the vectors to the index (and to the database).
-//! A memory longer than the model reads (512 tokens) is embedded from its beginning.
+//! A memory of more than one 128-token chunk keeps its chunks' vectors with their mean.
+//! The last few queries' vectors are kept, so that a repeated query is not embedded again.
 
 use std::collections::HashSet;
 use std::sync::mpsc::{self, Sender};
@@ -21,10 +22,13 @@ use crate::error::Result;
 use crate::path::MemPath;
 use crate::search::filter::Filter;
 use crate::search::index::{IndexResult, Stored};
-use crate::search::meaning::{Dense, Script, VectorCache, pack};
+use crate::search::meaning::{Dense, RecentQueries, Script, VectorCache, pack};
 
 /// Memories embedded per batch: the index is written (and a search may run) between two.
 const BATCH: usize = 8;
+
+/// Queries whose vectors are kept (each 1.5 KB and its text).
+const RECENT_QUERIES: usize = 64;
 
 /// Search by meaning in one process.
 pub(crate) struct Meaning {
@@ -33,6 +37,8 @@ pub(crate) struct Meaning {
     caches: Vec<Mutex<VectorCache>>,
     /// Wakes the backfill thread, once it runs.
     wake: Mutex<Option<Sender<()>>>,
+    /// The last queries' vectors.
+    recent: Mutex<RecentQueries>,
 }
 
 impl std::fmt::Debug for Meaning {
@@ -61,6 +67,7 @@ impl Memdir {
             model,
             caches: self.stores().iter().map(|_| Mutex::default()).collect(),
             wake: Mutex::new(None),
+            recent: Mutex::new(RecentQueries::new(RECENT_QUERIES)),
         });
         self
     }
@@ -72,7 +79,15 @@ impl Memdir {
 
     /// The query's vector, with meaning on.
     pub(crate) fn embed_query(&self, query: &str) -> Option<Vec<f32>> {
-        self.meaning.as_ref().map(|m| m.model.embed_query(query))
+        let m = self.meaning.as_ref()?;
+        let recent = || m.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(v) = recent().get(query) {
+            return Some(v.to_vec());
+        }
+        // Embedded without the lock held: searches of other queries do not wait.
+        let v = m.model.embed_query(query);
+        recent().put(query, v.as_slice().into());
+        Some(v)
     }
 
     /// Store `store`'s memories the filter admits, by similarity to `query`; `None`

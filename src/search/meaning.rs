@@ -218,6 +218,49 @@ impl VectorCache {
     }
 }
 
+/// The vectors of the last few queries, by their exact text, the least recently used
+/// forgotten first: a client that pages through a search, repeats it, or polls it until
+/// `pending_vectors` is 0 costs the model nothing after the first time (a query's
+/// embedding is most of a hybrid search's time).
+#[derive(Debug)]
+pub struct RecentQueries {
+    /// Oldest first.
+    entries: std::collections::VecDeque<(String, Arc<[f32]>)>,
+    capacity: usize,
+}
+
+impl RecentQueries {
+    pub fn new(capacity: usize) -> RecentQueries {
+        RecentQueries {
+            entries: std::collections::VecDeque::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    /// The query's vector if it is kept, now the most recently used.
+    pub fn get(&mut self, query: &str) -> Option<Arc<[f32]>> {
+        let i = self.entries.iter().position(|(q, _)| q == query)?;
+        let entry = self.entries.remove(i)?;
+        let vector = Arc::clone(&entry.1);
+        self.entries.push_back(entry);
+        Some(vector)
+    }
+
+    /// Keeps the query's vector, forgetting the least recently used beyond the capacity.
+    pub fn put(&mut self, query: &str, vector: Arc<[f32]>) {
+        if self.capacity == 0 {
+            return;
+        }
+        if let Some(i) = self.entries.iter().position(|(q, _)| q == query) {
+            self.entries.remove(i);
+        }
+        while self.entries.len() >= self.capacity {
+            self.entries.pop_front();
+        }
+        self.entries.push_back((query.to_string(), vector));
+    }
+}
+
 /// The dot product of a vector with an 8-bit one, before the latter's scale.
 fn dot_i8(a: &[f32], b: &[i8]) -> f32 {
     dot(a, b)
@@ -308,6 +351,28 @@ impl Fusion {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn recent_queries_forget_the_least_recently_used() {
+        let v = |x: f32| -> std::sync::Arc<[f32]> { vec![x].into() };
+        let mut recent = RecentQueries::new(2);
+        recent.put("a", v(1.0));
+        recent.put("b", v(2.0));
+        // Using "a" makes "b" the least recent: the third query forgets "b".
+        assert_eq!(recent.get("a").as_deref(), Some(&[1.0][..]));
+        recent.put("c", v(3.0));
+        assert!(recent.get("b").is_none());
+        assert_eq!(recent.get("a").as_deref(), Some(&[1.0][..]));
+        assert_eq!(recent.get("c").as_deref(), Some(&[3.0][..]));
+        // The same text again replaces its vector rather than keeping two.
+        recent.put("c", v(4.0));
+        recent.put("a", v(5.0));
+        assert_eq!(recent.get("c").as_deref(), Some(&[4.0][..]));
+        assert_eq!(recent.get("a").as_deref(), Some(&[5.0][..]));
+        // Exact text only: another spelling is another query.
+        assert!(recent.get("A").is_none());
+        assert!(RecentQueries::new(0).get("a").is_none());
+    }
+
     use super::*;
 
     #[test]
