@@ -547,6 +547,47 @@ fn the_cli_says_what_meaning_covers_even_when_nothing_matches() {
     );
 }
 
+#[test]
+fn a_scope_of_many_memories_counts_those_without_a_vector_exactly() {
+    // More memories than a search looks up one by one: it reads the index's list of
+    // contents with a vector instead, and must count and score exactly as before.
+    let place = Place::new();
+    fill(&place);
+    let note = |i: usize| format!("Reminder {i}: water the plants on floor {i} before noon.\n");
+    for i in 0..64 {
+        place.put(&format!("notes/n{i:02}.md"), &note(i));
+    }
+    let (store, index, model) = (place.store(), place.index(), model());
+    let common = ["--root", &store, "--index-dir", &index];
+    let meaning = ["--semantic", "--model", &model];
+    let reindex: Vec<&str> = ["reindex"]
+        .iter()
+        .chain(&common)
+        .chain(&meaning)
+        .copied()
+        .collect();
+    let (ok, _, err) = run(&reindex);
+    assert!(ok, "{err}");
+    // Eight more, with no vector yet (the CLI's search embeds none).
+    for i in 64..72 {
+        place.put(&format!("notes/n{i:02}.md"), &note(i));
+    }
+    let search: Vec<&str> = ["search", "CI/CD"]
+        .iter()
+        .chain(&common)
+        .chain(&meaning)
+        .copied()
+        .collect();
+    let (ok, out, err) = run(&search);
+    assert!(ok, "{err}");
+    assert!(out.contains("meaning covers 68 of 76 memories"), "{out}");
+    let first = out.lines().find(|l| l.starts_with('/'));
+    assert!(
+        first.is_some_and(|l| l.starts_with("/memories/projects/pipeline.md")),
+        "found by meaning among many: {out}"
+    );
+}
+
 #[tokio::test]
 async fn postgresql_stores_share_vectors_between_machines() {
     let pg = pg::PgServer::start();

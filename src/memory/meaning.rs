@@ -27,6 +27,10 @@ use crate::search::meaning::{Dense, RecentQueries, Script, VectorCache, pack};
 /// Memories embedded per batch: the index is written (and a search may run) between two.
 const BATCH: usize = 8;
 
+/// Memories of a search's scope without a vector in memory above which the search reads
+/// the index's list of contents with one, instead of looking each up.
+const LOOKUPS_BEFORE_SCAN: usize = 64;
+
 /// Queries whose vectors are kept (each 1.5 KB and its text).
 const RECENT_QUERIES: usize = 64;
 
@@ -110,7 +114,22 @@ impl Memdir {
             let mut cache = m.caches[store].lock().unwrap_or_else(|e| e.into_inner());
             let mut scored = Vec::with_capacity(docs.len());
             let mut pending = 0;
+            // Many memories without a vector in memory (a backfill under way, or the
+            // first search): one read of which contents have one in the index spares a
+            // lookup for each that has none (98 ms at 10,000 memories, against 25).
+            let uncached = docs.iter().filter(|d| cache.get(&d.sha256).is_none());
+            let present = if uncached.count() > LOOKUPS_BEFORE_SCAN {
+                Some(index.vector_shas(model)?)
+            } else {
+                None
+            };
             for d in docs {
+                if present.as_ref().is_some_and(|p| !p.contains(&d.sha256))
+                    && cache.get(&d.sha256).is_none()
+                {
+                    pending += 1;
+                    continue;
+                }
                 let (v, script) = match cache.get(&d.sha256) {
                     Some((v, script)) => (v.clone(), *script),
                     None => match index.vector(model, &d.sha256)? {

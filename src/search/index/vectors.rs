@@ -91,6 +91,14 @@ impl Index {
             .optional()
     }
 
+    /// The contents that have a vector under `model`.
+    pub fn vector_shas(&self, model: &str) -> IndexResult<std::collections::HashSet<String>> {
+        self.conn
+            .prepare_cached("SELECT sha256 FROM vectors WHERE model = ?1")?
+            .query_map([model], |r| r.get(0))?
+            .collect()
+    }
+
     /// Up to `limit` indexed memories whose content has no vector under `model` (one per
     /// content), with their content hashes; and how many contents lack one in all.
     pub fn lacking(
