@@ -34,6 +34,10 @@ const LOOKUPS_BEFORE_SCAN: usize = 64;
 /// Queries whose vectors are kept (each 1.5 KB and its text).
 const RECENT_QUERIES: usize = 64;
 
+/// The longest query whose vector is kept: the word search's own bound. A longer one (a
+/// request may carry a megabyte) is embedded each time rather than held.
+const RECENT_QUERY_BYTES: usize = crate::search::query::MAX_QUERY_BYTES;
+
 /// Search by meaning in one process.
 pub(crate) struct Meaning {
     model: Arc<Model>,
@@ -90,7 +94,9 @@ impl Memdir {
         }
         // Embedded without the lock held: searches of other queries do not wait.
         let v = m.model.embed_query(query);
-        recent().put(query, v.as_slice().into());
+        if query.len() <= RECENT_QUERY_BYTES {
+            recent().put(query, v.as_slice().into());
+        }
         Some(v)
     }
 
