@@ -28,7 +28,8 @@ use crate::search::meaning::{Dense, RecentQueries, Script, VectorCache, pack};
 const BATCH: usize = 8;
 
 /// Memories of a search's scope without a vector in memory above which the search reads
-/// the index's list of contents with one, instead of looking each up.
+/// the index's list of contents with one, instead of looking each up. (The test
+/// `a_scope_of_many_memories_counts_those_without_a_vector_exactly` holds more.)
 const LOOKUPS_BEFORE_SCAN: usize = 64;
 
 /// Queries whose vectors are kept (each 1.5 KB and its text).
