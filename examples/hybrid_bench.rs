@@ -208,8 +208,8 @@ async fn while_embedding(bin: &Path, paths: &[&str; 3], queries: &[String]) -> a
          in {seconds:.1} s ({:.1}/s) under that search load",
         s.p50,
         s.p95,
-        before - last,
-        (before - last) as f64 / seconds
+        before.saturating_sub(last),
+        before.saturating_sub(last) as f64 / seconds
     );
     Ok(())
 }
@@ -242,6 +242,8 @@ fn model_id(dir: &Path) -> anyhow::Result<String> {
 fn fill_vectors(dir: &Path, model: &str) -> anyhow::Result<()> {
     let db = databases(dir).pop().context("no index built")?;
     let mut conn = rusqlite::Connection::open(db)?;
+    // The server that embedded may still be finishing its last batch.
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
     let tx = conn.transaction()?;
     let shas: Vec<String> = tx
         .prepare("SELECT DISTINCT sha256 FROM docs")?

@@ -1209,6 +1209,12 @@ fn print_latency(runs: &[EngineRun], labels: &[&str], locomo: bool) {
             .collect();
         row(&format!("{name} ({n})"), &cells, labels);
     }
+    if locomo {
+        println!(
+            "  (each question is asked of the session layout right after the turn layout: a \
+             server that keeps recent queries' vectors embeds it once)"
+        );
+    }
 }
 
 fn print_scale(run: &ScaleRun, labels: &[&str], queries: usize) {

@@ -1273,7 +1273,7 @@ async fn one_token_cannot_hold_every_listen_stream() {
         .unwrap();
     assert_eq!(refused.status().as_u16(), 429);
     let why = refused.text().await.unwrap();
-    assert!(why.contains("this token holds 16"), "{why}");
+    assert!(why.contains("tokens of this name hold 16"), "{why}");
     // ...while another token still gets one.
     let _bob = open_listen(&url, Some(BOB), 1, uri).await;
     // Once one of hers is cancelled, alice has a place again.

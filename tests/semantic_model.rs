@@ -547,6 +547,70 @@ fn the_cli_says_what_meaning_covers_even_when_nothing_matches() {
     );
 }
 
+#[tokio::test]
+async fn the_backfill_runs_ten_nice_steps_below_the_server() {
+    let place = Place::new();
+    fill(&place);
+    let (store, index, model) = (place.store(), place.index(), model());
+    let args = [
+        "--root",
+        &store,
+        "--index-dir",
+        &index,
+        "--semantic",
+        "--model",
+        &model,
+    ];
+    // The server started at nice 5, as a service manager may start it.
+    let server = Server::start_with(&args, &[], |c| {
+        // SAFETY: setpriority is a plain system call; nothing else runs between fork and
+        // exec.
+        unsafe {
+            c.pre_exec(|| {
+                rustix::process::setpriority_process(None, 5).map_err(std::io::Error::from)
+            });
+        }
+    })
+    .await;
+    server
+        .ok("memory_search", json!({"query": "pipeline"}))
+        .await;
+    let nice_of = |task: &Path| -> Option<i32> {
+        // Field 19 of `stat`, counted after the command name's closing parenthesis.
+        let stat = std::fs::read_to_string(task.join("stat")).ok()?;
+        let after = &stat[stat.rfind(')')? + 2..];
+        after.split(' ').nth(16)?.parse().ok()
+    };
+    let tasks = || -> Vec<(String, Option<i32>)> {
+        std::fs::read_dir(format!("/proc/{}/task", server.pid))
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|t| {
+                let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+                (comm.trim().to_string(), nice_of(&t.path()))
+            })
+            .collect()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let embed = loop {
+        let all = tasks();
+        if let Some((_, nice)) = all.iter().find(|(name, _)| name == "memdir-embed") {
+            break (*nice, all);
+        }
+        assert!(Instant::now() < deadline, "no backfill thread: {all:?}");
+        tokio::time::sleep(POLL).await;
+    };
+    let (nice, all) = embed;
+    assert_eq!(nice, Some(15), "{all:?}");
+    let main = all.iter().find(|(name, _)| name == "memdir").map(|t| t.1);
+    assert_eq!(
+        main,
+        Some(Some(5)),
+        "the server itself keeps its priority: {all:?}"
+    );
+    server.stop().await;
+}
+
 #[test]
 fn a_scope_of_many_memories_counts_those_without_a_vector_exactly() {
     // More memories than a search looks up one by one: it reads the index's list of

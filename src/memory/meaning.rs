@@ -28,11 +28,16 @@ use crate::search::meaning::{Dense, RecentQueries, Script, VectorCache, pack};
 const BATCH: usize = 8;
 
 /// Memories of a search's scope without a vector in memory above which the search reads
-/// the index's list of contents with one, instead of looking each up.
+/// the index's list of contents with one, instead of looking each up. (The test
+/// `a_scope_of_many_memories_counts_those_without_a_vector_exactly` holds more.)
 const LOOKUPS_BEFORE_SCAN: usize = 64;
 
 /// Queries whose vectors are kept (each 1.5 KB and its text).
 const RECENT_QUERIES: usize = 64;
+
+/// The longest query whose vector is kept: the word search's own bound. A longer one (a
+/// request may carry a megabyte) is embedded each time rather than held.
+const RECENT_QUERY_BYTES: usize = crate::search::query::MAX_QUERY_BYTES;
 
 /// Search by meaning in one process.
 pub(crate) struct Meaning {
@@ -90,7 +95,9 @@ impl Memdir {
         }
         // Embedded without the lock held: searches of other queries do not wait.
         let v = m.model.embed_query(query);
-        recent().put(query, v.as_slice().into());
+        if query.len() <= RECENT_QUERY_BYTES {
+            recent().put(query, v.as_slice().into());
+        }
         Some(v)
     }
 
@@ -394,20 +401,33 @@ impl Memdir {
     }
 }
 
-/// The backfill thread's nice value on Linux: a busy core shares out about nine parts to
-/// tool calls for one to embedding. The lowest priority (19, one part in 70) let a steady
-/// load stop the backfill outright (docs/decisions/hybrid-search.md, "Backfill").
+/// How many nice steps the backfill thread runs below the server (10 below a server at
+/// nice 0): a busy core shares out about nine parts to tool calls for one to embedding.
+/// The lowest priority (19, one part in 70) let a steady load stop the backfill outright
+/// (docs/decisions/hybrid-search.md, "Backfill").
 #[cfg(target_os = "linux")]
-const BACKFILL_NICE: i32 = 10;
+const BACKFILL_NICE_STEPS: i32 = 10;
 
-/// Gives the calling thread (the backfill) a low CPU priority, so that embedding, which
-/// keeps a core busy for minutes, yields to tool calls yet still goes on when every core
-/// is busy. On Linux a thread has a nice value of its own; elsewhere the thread keeps its
+/// Gives the calling thread (the backfill) a lower CPU priority than the server's, so that
+/// embedding, which keeps a core busy for minutes, yields to tool calls yet still goes on
+/// when every core is busy. Relative to the server's own nice value, never above it, at
+/// most 19. On Linux a thread has a nice value of its own; elsewhere the thread keeps its
 /// priority.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
-    if let Err(e) = rustix::process::setpriority_process(None, BACKFILL_NICE) {
-        tracing::debug!(error = %e, "could not lower the backfill thread's priority");
+    {
+        use rustix::process::{getpriority_process, setpriority_process};
+        let lowered = getpriority_process(None).and_then(|now| {
+            let target = (now + BACKFILL_NICE_STEPS).min(19);
+            if target > now {
+                setpriority_process(None, target)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = lowered {
+            tracing::debug!(error = %e, "could not lower the backfill thread's priority");
+        }
     }
 }
 

@@ -63,9 +63,9 @@ pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 /// `subscriptions/listen` streams open at once on the server; one more gets 429. Each
 /// holds a connection and a task (the watches are shared).
 const MAX_LISTENS: usize = 256;
-/// Streams one token may hold at once (as many as a stdio connection may): so that one
-/// token holder cannot take every place from the others. Without tokens there is one
-/// caller, held to `MAX_LISTENS`.
+/// Streams the tokens of one name may hold at once (as many as a stdio connection may):
+/// so that one token holder cannot take every place from the others. Without tokens
+/// there is one caller, held to `MAX_LISTENS`.
 const MAX_LISTENS_PER_TOKEN: usize = crate::mcp::flow::MAX_LISTENS;
 /// What a request refused during shutdown is told to wait before it retries: about a
 /// restart's time.
@@ -402,7 +402,7 @@ impl App {
             Err(Refused::Caller) => Err(text(
                 StatusCode::TOO_MANY_REQUESTS,
                 &format!(
-                    "Too Many Requests: this token holds {MAX_LISTENS_PER_TOKEN} subscriptions/listen streams already, the most one token may; cancel or close one first"
+                    "Too Many Requests: the tokens of this name hold {MAX_LISTENS_PER_TOKEN} subscriptions/listen streams already, the most one name may; cancel or close one first"
                 ),
             )),
         }

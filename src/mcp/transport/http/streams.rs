@@ -44,10 +44,13 @@ struct Open {
     next: u64,
 }
 
+/// An open stream: it stays here, counting against its caller, until its ticket is
+/// dropped (its body gone), as its server place does; a cancel only ends its body.
 struct Stream {
     caller: Option<String>,
     id: RequestId,
-    cancel: oneshot::Sender<()>,
+    /// Taken by the first cancel.
+    cancel: Option<oneshot::Sender<()>>,
 }
 
 /// A stream about to open: it counts against the limit from now until its response body
@@ -100,7 +103,7 @@ impl Streams {
             Stream {
                 caller: caller.map(str::to_string),
                 id,
-                cancel,
+                cancel: Some(cancel),
             },
         );
         Ok(Ticket {
@@ -111,18 +114,17 @@ impl Streams {
         })
     }
 
-    /// Ends the streams `caller` opened with request id `id` (none, usually one).
+    /// Ends the streams `caller` opened with request id `id` (none, usually one). Each
+    /// keeps counting until its body is dropped.
     pub(super) fn cancel(&self, caller: Option<&str>, id: &RequestId) {
         let mut open = lock(&self.open);
-        let keys: Vec<u64> = open
+        for stream in open
             .streams
-            .iter()
-            .filter(|(_, s)| s.caller.as_deref() == caller && &s.id == id)
-            .map(|(key, _)| *key)
-            .collect();
-        for key in keys {
-            if let Some(stream) = open.streams.remove(&key) {
-                let _ = stream.cancel.send(());
+            .values_mut()
+            .filter(|s| s.caller.as_deref() == caller && &s.id == id)
+        {
+            if let Some(cancel) = stream.cancel.take() {
+                let _ = cancel.send(());
             }
         }
     }
@@ -192,6 +194,13 @@ mod tests {
         assert_eq!(
             streams.admit(Some("carol"), RequestId::Number(1)).err(),
             Some(Refused::Server)
+        );
+        // A cancelled stream counts until its body is dropped, as its server place does:
+        // cancelling does not let a caller open more than its share meanwhile.
+        streams.cancel(Some("alice"), &RequestId::Number(1));
+        assert_eq!(
+            streams.admit(Some("alice"), RequestId::Number(3)).err(),
+            Some(Refused::Caller)
         );
         // A stream that ends gives its place back, to its caller and to the server.
         drop(a1);
