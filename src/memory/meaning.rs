@@ -123,7 +123,7 @@ impl Memdir {
             let mut pending = 0;
             // Many memories without a vector in memory (a backfill under way, or the
             // first search): one read of which contents have one in the index spares a
-            // lookup for each that has none (98 ms at 10,000 memories, against 25).
+            // lookup for each that has none (about 90 ms at 10,000 memories, against 23).
             let uncached = docs.iter().filter(|d| cache.get(&d.sha256).is_none());
             let present = if uncached.count() > LOOKUPS_BEFORE_SCAN {
                 Some(index.vector_shas(model)?)
@@ -131,14 +131,12 @@ impl Memdir {
                 None
             };
             for d in docs {
-                if present.as_ref().is_some_and(|p| !p.contains(&d.sha256))
-                    && cache.get(&d.sha256).is_none()
-                {
-                    pending += 1;
-                    continue;
-                }
                 let (v, script) = match cache.get(&d.sha256) {
                     Some((v, script)) => (v.clone(), *script),
+                    None if present.as_ref().is_some_and(|p| !p.contains(&d.sha256)) => {
+                        pending += 1;
+                        continue;
+                    }
                     None => match index.vector(model, &d.sha256)? {
                         Some((packed, code)) => {
                             let script = Script::from_code(code);
