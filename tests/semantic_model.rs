@@ -331,6 +331,22 @@ async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() 
 }
 
 /// Runs `memdir ARGS`; (success, stdout, stderr).
+/// `memdir WORDS` on the place's store and index, meaning on: ok, stdout, stderr.
+fn run_on(place: &Place, words: &[&str]) -> (bool, String, String) {
+    let (store, index, model) = (place.store(), place.index(), model());
+    let mut args = words.to_vec();
+    args.extend([
+        "--root",
+        &store,
+        "--index-dir",
+        &index,
+        "--semantic",
+        "--model",
+        &model,
+    ]);
+    run(&args)
+}
+
 fn run(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(common::BIN)
         .args(args)
@@ -510,18 +526,10 @@ async fn a_long_memory_keeps_a_vector_for_each_passage() {
 fn the_cli_says_what_meaning_covers_even_when_nothing_matches() {
     let place = Place::new();
     fill(&place);
-    let (store, index, model) = (place.store(), place.index(), model());
-    let common = ["--root", &store, "--index-dir", &index];
-    let meaning = ["--semantic", "--model", &model];
     // No word of the query is in any memory.
-    let search: Vec<&str> = ["search", "CI/CD"]
-        .iter()
-        .chain(&common)
-        .chain(&meaning)
-        .copied()
-        .collect();
+    let search = ["search", "CI/CD"];
 
-    let (ok, out, err) = run(&search);
+    let (ok, out, err) = run_on(&place, &search);
     assert!(ok, "{err}");
     assert!(out.contains("no memory matches"), "{out}");
     assert!(
@@ -529,15 +537,9 @@ fn the_cli_says_what_meaning_covers_even_when_nothing_matches() {
         "an empty answer says that meaning has not looked: {out}"
     );
 
-    let reindex: Vec<&str> = ["reindex"]
-        .iter()
-        .chain(&common)
-        .chain(&meaning)
-        .copied()
-        .collect();
-    let (ok, _, err) = run(&reindex);
+    let (ok, _, err) = run_on(&place, &["reindex"]);
     assert!(ok, "{err}");
-    let (ok, out, err) = run(&search);
+    let (ok, out, err) = run_on(&place, &search);
     assert!(ok, "{err}");
     assert!(!out.contains("meaning covers"), "{out}");
     let first = out.lines().find(|l| l.starts_with('/'));
@@ -621,28 +623,13 @@ fn a_scope_of_many_memories_counts_those_without_a_vector_exactly() {
     for i in 0..64 {
         place.put(&format!("notes/n{i:02}.md"), &note(i));
     }
-    let (store, index, model) = (place.store(), place.index(), model());
-    let common = ["--root", &store, "--index-dir", &index];
-    let meaning = ["--semantic", "--model", &model];
-    let reindex: Vec<&str> = ["reindex"]
-        .iter()
-        .chain(&common)
-        .chain(&meaning)
-        .copied()
-        .collect();
-    let (ok, _, err) = run(&reindex);
+    let (ok, _, err) = run_on(&place, &["reindex"]);
     assert!(ok, "{err}");
     // Eight more, with no vector yet (the CLI's search embeds none).
     for i in 64..72 {
         place.put(&format!("notes/n{i:02}.md"), &note(i));
     }
-    let search: Vec<&str> = ["search", "CI/CD"]
-        .iter()
-        .chain(&common)
-        .chain(&meaning)
-        .copied()
-        .collect();
-    let (ok, out, err) = run(&search);
+    let (ok, out, err) = run_on(&place, &["search", "CI/CD"]);
     assert!(ok, "{err}");
     assert!(out.contains("meaning covers 68 of 76 memories"), "{out}");
     let first = out.lines().find(|l| l.starts_with('/'));
