@@ -330,7 +330,6 @@ async fn vectors_pending_are_said_then_computed_while_writes_are_acknowledged() 
     server.stop().await;
 }
 
-/// Runs `memdir ARGS`; (success, stdout, stderr).
 /// `memdir WORDS` on the place's store and index, meaning on: ok, stdout, stderr.
 fn run_on(place: &Place, words: &[&str]) -> (bool, String, String) {
     let (store, index, model) = (place.store(), place.index(), model());
@@ -347,6 +346,7 @@ fn run_on(place: &Place, words: &[&str]) -> (bool, String, String) {
     run(&args)
 }
 
+/// Runs `memdir ARGS`; (success, stdout, stderr).
 fn run(args: &[&str]) -> (bool, String, String) {
     let out = Command::new(common::BIN)
         .args(args)
@@ -367,19 +367,7 @@ async fn reindex_computes_every_vector_once() {
     fill(&place);
     // Same content twice: one vector.
     place.put("copy.md", SHORT);
-    let (store, index, model) = (place.store(), place.index(), model());
-    let args = [
-        "reindex",
-        "--root",
-        &store,
-        "--index-dir",
-        &index,
-        "--semantic",
-        "--model",
-        &model,
-        "--json",
-    ];
-    let (ok, out, err) = run(&args);
+    let (ok, out, err) = run_on(&place, &["reindex", "--json"]);
     assert!(ok, "{err}");
     let summary: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(summary["stores"][0]["memories"], 5, "{summary}");
@@ -388,7 +376,7 @@ async fn reindex_computes_every_vector_once() {
         err.contains("embedding memories"),
         "progress on stderr: {err}"
     );
-    let (ok, out, err) = run(&args);
+    let (ok, out, err) = run_on(&place, &["reindex", "--json"]);
     assert!(ok, "{err}");
     let summary: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
@@ -487,18 +475,8 @@ async fn a_long_memory_keeps_a_vector_for_each_passage() {
     let place = Place::new();
     place.put("notes/onboarding.md", &onboarding());
     place.put("user/short.md", SHORT);
-    let (store, index, model) = (place.store(), place.index(), model());
-    let (ok, out, err) = run(&[
-        "reindex",
-        "--root",
-        &store,
-        "--index-dir",
-        &index,
-        "--semantic",
-        "--model",
-        &model,
-        "--json",
-    ]);
+    let index = place.index();
+    let (ok, out, err) = run_on(&place, &["reindex", "--json"]);
     assert!(ok, "{err}");
     let summary: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(summary["vectors"]["embedded"], 2, "{summary}");
