@@ -1044,6 +1044,23 @@ async fn deleting_symlinks_removes_links_never_targets() {
     )
     .await;
     assert_still_link(&store, "out_file");
+    // Written as a folder, a link or a FIFO is named for what it is, with the way to
+    // remove only that name; nothing is removed.
+    for (rel, kind) in [("out_dir", "symbolic link"), ("pipe.md", "FIFO")] {
+        let e = env
+            .err(
+                "memory_delete",
+                json!({"path": format!("/memories/{rel}/")}),
+            )
+            .await;
+        assert!(
+            e.contains(&format!("is a {kind}, not a folder")) && e.contains("without the trailing"),
+            "{rel}/: {e}"
+        );
+        assert!(std::fs::symlink_metadata(store.join(rel)).is_ok(), "{rel}");
+        env.assert_outside_unchanged(rel);
+    }
+    assert_still_link(&store, "out_dir");
     // Deleting a link removes the link only.
     for rel in [
         "out_file", "out_abs", "chain1", "dangling", "out_fifo", "out_dir",
