@@ -46,6 +46,12 @@ pub enum Error {
     IsFolder { path: String },
     #[error("`{path}` is a file, not a folder")]
     NotAFolder { path: String },
+    /// A path written as a folder (a trailing `/`) that names a symbolic link, a FIFO or
+    /// another special entry: never followed, only that name can be removed.
+    #[error(
+        "`{path}` is a {kind}, not a folder; to remove the {kind} itself (never what it points at), name it without the trailing `/`"
+    )]
+    LinkNotFolder { path: String, kind: &'static str },
     /// FIFOs, sockets, devices: never opened for reading or writing.
     #[error("refused `{path}`: it is a {kind}, not a regular file")]
     SpecialFile { path: String, kind: &'static str },

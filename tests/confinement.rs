@@ -1017,6 +1017,17 @@ async fn writing_at_a_symlink_replaces_the_link_not_the_target() {
     }
     // The rest of the chain is untouched, and the dangling target was never created.
     assert_still_link(&store, "chain2");
+    // Under a precondition a link out is refused as a read of it is: its sha256 can only
+    // name content no read showed there, and "does not exist" would be untrue.
+    let e = env
+        .err(
+            "memory_write",
+            json!({"path": "/memories/out_dir", "content": "mine\n",
+                   "expected_sha256": sha256_hex(CANARY.as_bytes())}),
+        )
+        .await;
+    assert!(e.contains("resolves outside the store"), "{e}");
+    assert_still_link(&store, "out_dir");
     assert!(std::fs::symlink_metadata(env.sb.outside().join("missing.txt")).is_err());
     env.finish().await;
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -1044,6 +1055,23 @@ async fn deleting_symlinks_removes_links_never_targets() {
     )
     .await;
     assert_still_link(&store, "out_file");
+    // Written as a folder, a link or a FIFO is named for what it is, with the way to
+    // remove only that name; nothing is removed.
+    for (rel, kind) in [("out_dir", "symbolic link"), ("pipe.md", "FIFO")] {
+        let e = env
+            .err(
+                "memory_delete",
+                json!({"path": format!("/memories/{rel}/")}),
+            )
+            .await;
+        assert!(
+            e.contains(&format!("is a {kind}, not a folder")) && e.contains("without the trailing"),
+            "{rel}/: {e}"
+        );
+        assert!(std::fs::symlink_metadata(store.join(rel)).is_ok(), "{rel}");
+        env.assert_outside_unchanged(rel);
+    }
+    assert_still_link(&store, "out_dir");
     // Deleting a link removes the link only.
     for rel in [
         "out_file", "out_abs", "chain1", "dangling", "out_fifo", "out_dir",

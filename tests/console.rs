@@ -659,6 +659,62 @@ async fn editing_with_a_stale_sha256_shows_the_conflict_and_writes_nothing() {
 }
 
 #[tokio::test]
+async fn editing_a_link_out_of_the_store_is_refused_as_reading_it_is() {
+    let sandbox = Sandbox::new();
+    let store = store_with_a_memory(&sandbox);
+    let outside = sandbox.outside();
+    std::fs::write(outside.join("secret.md"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.md"), store.join("out.md")).unwrap();
+    let served = Served::console(&store, &[]).await;
+    let cookie = served.sign_in_by_link().await;
+    let r = served
+        .get("/edit?path=%2Fmemories%2Fout.md")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let page = served
+        .get("/edit?path=%2Fmemories%2Fnote.md")
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let csrf = csrf_of(&page);
+    let before = sandbox.outside_snapshot();
+    // A forged save naming the outside file's own sha256: the same refusal, not
+    // "deleted meanwhile", and nothing written on either side of the link.
+    let r = served
+        .post(
+            "/edit",
+            &[
+                ("csrf", &csrf),
+                ("path", "/memories/out.md"),
+                ("sha256", &common::sha256_hex(b"outside\n")),
+                ("content", "mine\r\n"),
+            ],
+        )
+        .header("Cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    let page = r.text().await.unwrap();
+    assert!(page.contains("resolves outside the store"), "{page}");
+    assert!(!page.contains("deleted meanwhile"), "{page}");
+    assert!(
+        std::fs::symlink_metadata(store.join("out.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(sandbox.outside_snapshot(), before);
+}
+
+#[tokio::test]
 async fn create_and_delete_with_a_reason_and_read_only_refuses() {
     let sandbox = Sandbox::new();
     let store = store_with_a_memory(&sandbox);

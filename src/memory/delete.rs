@@ -49,8 +49,14 @@ pub fn delete(
     })?;
     // A trailing `/` names a folder: never a file's name with the slash dropped.
     if names_folder(raw) && kind != EntryKind::Dir {
-        return Err(Error::NotAFolder {
-            path: p.canonical(),
+        let path = p.canonical();
+        return Err(match kind {
+            EntryKind::Symlink => Error::LinkNotFolder {
+                path,
+                kind: "symbolic link",
+            },
+            EntryKind::Special(kind) => Error::LinkNotFolder { path, kind },
+            _ => Error::NotAFolder { path },
         });
     }
     let deletion = Deletion { reason, actor };
