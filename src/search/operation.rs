@@ -224,10 +224,15 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             need
         };
         let mut ranking = rank(corpus, plan, query, Combine::All, need)?;
-        // Fewer memories than the page needs hold every word: the page goes on with those
+        // Fewer memories than a page holds have every word: the search goes on with those
         // that hold some of them (or some piece of a CJK run), ranked after every one
-        // that holds them all.
-        let relaxed = ranking.total < need && loose.clauses.len() > 1;
+        // that holds them all. Decided by the page's size, never its offset, so every
+        // page of a query has the same hits to draw on and the same total.
+        let enough = match plan.meaning {
+            Some(_) => plan.limit.max(POOL),
+            None => plan.limit,
+        };
+        let relaxed = ranking.total < enough && loose.clauses.len() > 1;
         if relaxed {
             let some = rank(corpus, plan, &loose, Combine::Any, need)?;
             ranking = ranking.then(some);
