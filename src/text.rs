@@ -39,6 +39,19 @@ pub fn head_chars(s: &str, max_chars: usize) -> String {
     }
 }
 
+/// The most characters of a frontmatter `name`, `description` or `type` that a listing or
+/// a search hit shows (cut with `…`; `memory_read` shows the block whole): a result
+/// page's size then depends on how many memories it shows, not on one long field.
+pub const SHOWN_FIELD_CHARS: usize = 1_000;
+
+/// A frontmatter field as a listing or a search hit shows it: [`SHOWN_FIELD_CHARS`].
+pub fn shown_field(s: Option<String>) -> Option<String> {
+    s.map(|s| match s.char_indices().nth(SHOWN_FIELD_CHARS) {
+        Some(_) => head_chars(&s, SHOWN_FIELD_CHARS),
+        None => s,
+    })
+}
+
 /// One numbered line: the number right-aligned in 6 columns, a TAB, the line.
 pub fn numbered_line(out: &mut String, number: usize, line: &str) {
     let _ = write!(out, "{number:>6}\t{line}");

@@ -927,6 +927,64 @@ async fn a_joined_word_is_found_by_its_words_in_other_forms() {
     scan.stop().await;
 }
 
+/// Whether a search relaxes to memories with some of its words depends on the page size,
+/// never on the page: every page of a query has the same total, and memories with some
+/// of the words are reachable through the cursor whenever the first page shows them.
+#[tokio::test]
+async fn relaxing_is_decided_once_for_every_page_of_a_query() {
+    let sb = Sandbox::new();
+    let store = sb.store();
+    for i in 0..4 {
+        std::fs::write(
+            store.join(format!("both{i}.md")),
+            format!("apple banana {i}\n"),
+        )
+        .unwrap();
+    }
+    for i in 0..2 {
+        std::fs::write(
+            store.join(format!("only{i}.md")),
+            format!("apple cherry {i}\n"),
+        )
+        .unwrap();
+    }
+    let index = serve(&sb).await;
+    let scan = serve_scan(&sb).await;
+    for s in [&index, &scan] {
+        // limit 3, 4 memories with both words: no relaxing on any page.
+        // limit 5: relaxed on both pages, 6 in all.
+        for (limit, relaxed, total) in [(3, false, 4), (5, true, 6), (10, true, 6)] {
+            let mut seen = Vec::new();
+            let mut cursor: Option<String> = None;
+            loop {
+                let mut args = json!({"query": "apple banana", "limit": limit});
+                if let Some(c) = &cursor {
+                    args["cursor"] = json!(c);
+                }
+                let r = s.ok("memory_search", args).await;
+                assert_eq!(r["total_hits"], total, "limit {limit}: {r}");
+                for h in r["hits"].as_array().unwrap() {
+                    seen.push(h["path"].as_str().unwrap().to_owned());
+                }
+                match r.get("next_cursor").and_then(Value::as_str) {
+                    Some(c) => cursor = Some(c.to_owned()),
+                    None => {
+                        // The last page says whether the query relaxed, as every page
+                        // showing memories with some of the words does.
+                        assert_eq!(r["relaxed"], relaxed, "limit {limit}: {r}");
+                        break;
+                    }
+                }
+            }
+            assert_eq!(seen.len(), total, "limit {limit}: {seen:?}");
+            let with_both = seen.iter().take_while(|p| p.contains("both")).count();
+            assert_eq!(with_both, 4, "those with every word first: {seen:?}");
+        }
+    }
+    index.stop().await;
+    scan.stop().await;
+}
+
 /// Keywords alone do not say their language: a memory in Italian, Dutch or Hungarian is
 /// found by them in other forms, as a whole question in its language finds it.
 #[tokio::test]

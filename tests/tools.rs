@@ -3,6 +3,8 @@
 
 mod common;
 
+use std::collections::BTreeSet;
+
 use common::{Sandbox, Server, sha256_hex};
 use serde_json::{Value, json};
 
@@ -992,6 +994,76 @@ async fn history_pages_and_folder_deletions_stay_within_the_budget() {
         120
     );
     assert!(deleted.text.contains("and 20 more"), "{}", deleted.text);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn lists_and_searches_of_long_frontmatter_stay_within_the_budget() {
+    let sb = Sandbox::new();
+    let s = sb.serve().await;
+    let budget = 65_536;
+    // Names and descriptions of 2,500 characters (1,000 of each shown): 60 of them are
+    // past the budget.
+    for i in 0..60 {
+        let content = format!(
+            "---\nname: {}\ndescription: {}\ntype: note\n---\nbudget memo {i}\n",
+            "n".repeat(2_500),
+            "d".repeat(2_500)
+        );
+        s.ok(
+            "memory_write",
+            json!({"path": format!("m{i:02}.md"), "content": content}),
+        )
+        .await;
+    }
+    // One field longer than a result shows: its head, cut with an ellipsis.
+    let long = format!(
+        "---\ndescription: {}\n---\nbudget memo long\n",
+        "L".repeat(5_000)
+    );
+    s.ok("memory_write", json!({"path": "long.md", "content": long}))
+        .await;
+    for (tool, args, key) in [
+        (
+            "memory_search",
+            json!({"query": "budget memo", "limit": 100}),
+            "hits",
+        ),
+        ("memory_list", json!({"limit": 100}), "entries"),
+    ] {
+        let mut seen = BTreeSet::new();
+        let mut cursor: Option<String> = None;
+        let mut pages = 0;
+        loop {
+            let mut args = args.clone();
+            if let Some(c) = &cursor {
+                args["cursor"] = json!(c);
+            }
+            let page = s.call(tool, args).await;
+            assert!(!page.is_error, "{tool}: {}", page.text);
+            assert!(
+                page.text.len() <= budget,
+                "{tool}: {} bytes",
+                page.text.len()
+            );
+            for item in page.structured[key].as_array().unwrap() {
+                let path = item["path"].as_str().unwrap().to_owned();
+                if path.ends_with("long.md") {
+                    let shown = item["description"].as_str().unwrap();
+                    assert_eq!(shown.chars().count(), 1_001, "{tool}");
+                    assert!(shown.ends_with("L…"), "{tool}");
+                }
+                assert!(seen.insert(path), "{tool}: a memory shown twice");
+            }
+            pages += 1;
+            match page.structured.get("next_cursor").and_then(Value::as_str) {
+                Some(c) => cursor = Some(c.to_owned()),
+                None => break,
+            }
+        }
+        assert_eq!(seen.len(), 61, "{tool}: paging by budget lost memories");
+        assert!(pages > 1, "{tool}: one page held them all");
+    }
     s.stop().await;
 }
 

@@ -209,13 +209,18 @@ impl ListRequest<'_> {
         let mut next_cursor = None;
         let mut last: Option<&ListRow> = None;
         for row in rows.iter().filter(|r| cursor.is_before(r)) {
-            if entries.len() == self.limit || used > md.settings.result_budget {
+            let entry = (entries.len() < self.limit).then(|| list_entry(md, row));
+            // The page ends before the entry that would take it past the budget (a first
+            // entry is always shown: its fields are held to SHOWN_FIELD_CHARS).
+            let fits = entry.as_ref().is_some_and(|e| {
+                entries.is_empty() || used + entry_cost(e) <= md.settings.result_budget
+            });
+            let Some(entry) = entry.filter(|_| fits) else {
                 next_cursor = last.map(|r| Cursor::after(self.order, r));
                 break;
-            }
+            };
             last = Some(row);
-            let entry = list_entry(md, row);
-            used += entry.path.len() + 160 + entry.description.as_ref().map_or(0, String::len);
+            used += entry_cost(&entry);
             entries.push(entry);
         }
         Ok(ListResult {
@@ -423,6 +428,13 @@ fn rows_under(
 }
 
 /// Completes a row on the page: hash and frontmatter for files.
+/// About how many bytes of a result's text `e` takes: its path, its frontmatter fields
+/// and room for the rest of its line.
+fn entry_cost(e: &ListEntry) -> usize {
+    let field = |f: &Option<String>| f.as_ref().map_or(0, String::len);
+    e.path.len() + 160 + field(&e.name) + field(&e.description) + field(&e.kind)
+}
+
 fn list_entry(md: &Memdir, row: &ListRow) -> ListEntry {
     let current = if row.is_dir {
         None
@@ -454,9 +466,9 @@ fn complete(row: &ListRow, current: Option<super::Current>) -> ListEntry {
         if let Some(fm) = Memdir::frontmatter(&cur.text) {
             let expiry = super::Expiry::of_frontmatter(Some(&fm));
             (entry.expires_at, entry.expired) = (expiry.at, expiry.expired);
-            entry.name = fm.name;
-            entry.description = fm.description;
-            entry.kind = fm.kind;
+            entry.name = text::shown_field(fm.name);
+            entry.description = text::shown_field(fm.description);
+            entry.kind = text::shown_field(fm.kind);
             entry.importance = fm.importance;
         }
     }

@@ -224,10 +224,15 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             need
         };
         let mut ranking = rank(corpus, plan, query, Combine::All, need)?;
-        // Fewer memories than the page needs hold every word: the page goes on with those
+        // Fewer memories than a page holds have every word: the search goes on with those
         // that hold some of them (or some piece of a CJK run), ranked after every one
-        // that holds them all.
-        let relaxed = ranking.total < need && loose.clauses.len() > 1;
+        // that holds them all. Decided by the page's size, never its offset, so every
+        // page of a query has the same hits to draw on and the same total.
+        let enough = match plan.meaning {
+            Some(_) => plan.limit.max(POOL),
+            None => plan.limit,
+        };
+        let relaxed = ranking.total < enough && loose.clauses.len() > 1;
         if relaxed {
             let some = rank(corpus, plan, &loose, Combine::Any, need)?;
             ranking = ranking.then(some);
@@ -372,9 +377,6 @@ fn show<'c>(
     let paths: Vec<MemPath> = page.iter().map(|c| c.path.clone()).collect();
     let docs = corpus.read_many(&paths);
     for (c, doc) in page.into_iter().zip(docs) {
-        if used > budget {
-            break;
-        }
         let doc = doc.ok().flatten();
         let fresh = match (&doc, c.indexed) {
             (Some(doc), Some(stamp)) => doc.stamp == stamp,
@@ -431,13 +433,21 @@ fn show<'c>(
             line,
             snippet,
             expired: fm.as_ref().is_some_and(|f| f.expired_at(text::now_secs())),
-            name: fm.as_ref().and_then(|f| f.name.clone()),
+            name: text::shown_field(fm.as_ref().and_then(|f| f.name.clone())),
             importance: fm.as_ref().and_then(|f| f.importance),
-            description: fm.and_then(|f| f.description),
+            description: text::shown_field(fm.and_then(|f| f.description)),
             updated_at: text::rfc3339(doc.modified),
             matched,
         };
-        used += hit.snippet.len() + hit.path.len() + 100;
+        // The page ends before the hit that would take it past the budget (a first hit
+        // is always shown: its lines and fields are clipped).
+        let field = |f: &Option<String>| f.as_ref().map_or(0, String::len);
+        let cost =
+            hit.snippet.len() + hit.path.len() + field(&hit.name) + field(&hit.description) + 100;
+        if !hits.is_empty() && used + cost > budget {
+            break;
+        }
+        used += cost;
         hits.push(hit);
     }
     (hits, stale)
