@@ -3,21 +3,25 @@
 use std::process::ExitCode;
 
 use memdir::cli::{Cli, Command};
+use tracing::{Level, Metadata};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::prelude::*;
 
 fn main() -> ExitCode {
     ignore_sigxfsz();
     let cli = Cli::parse_args();
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("memdir={}", cli.log_level)));
-    tracing_subscriber::fmt()
+    let stderr = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // A log line that cannot be written (stderr closed, or full and non-blocking) is
         // dropped; reporting that on stderr again would panic the thread that logged.
         .log_internal_errors(false)
         .with_ansi(false)
-        .with_env_filter(filter)
-        .init();
+        .with_filter(filter)
+        .with_filter(filter_fn(content_free));
+    tracing_subscriber::registry().with(stderr).init();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -29,6 +33,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether a log event may be written whatever `RUST_LOG` asks: memdir's own at any
+/// level (they never carry contents, tokens or passwords); the libraries' (rmcp, hyper,
+/// the PostgreSQL client) at `info` and above only, since below it they log whole
+/// requests: tool arguments with a memory's content, headers, queries.
+fn content_free(meta: &Metadata<'_>) -> bool {
+    meta.target().starts_with("memdir") || *meta.level() <= Level::INFO
 }
 
 /// A file size limit (`RLIMIT_FSIZE`) must fail the write with `EFBIG`, which memdir

@@ -958,6 +958,16 @@ async fn serve_http_signs_in_by_form_beside_mcp() {
         .await
         .unwrap();
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    // Before any token is checked, a sign-in form is read only up to a few KiB: a larger
+    // one, declared or sent, is refused unread.
+    let padding = "x".repeat(64 * 1024);
+    let r = served
+        .post("/signin", &[("token", ALICE), ("padding", &padding)])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    assert!(r.headers().get("set-cookie").is_none());
 
     // The form, behind a TLS proxy: a Secure cookie, and a redirect without the token.
     let r = served

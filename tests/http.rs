@@ -842,11 +842,32 @@ async fn sighup_rereads_the_tokens_file() {
         .0,
         200
     );
+    let mut stream = open_listen(&url, Some(ALICE), 7, "memory://memories/watched.md").await;
     // Revoke alice: the file now lists only carol.
     let carol = "carol-token-0123456789abcdef";
     std::fs::write(&tokens, format!("carol {carol}\n")).unwrap();
     server.signal(rustix::process::Signal::HUP);
     server.wait_for_log("tokens re-read").await;
+    // Alice's open listen stream ends at its next message instead of carrying it.
+    assert_eq!(
+        post(
+            &url,
+            write_call("/memories/watched.md"),
+            &[("Authorization", &bearer(carol))]
+        )
+        .await
+        .0,
+        200
+    );
+    let mut after = String::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(chunk) = stream.chunk().await.unwrap() {
+            after.push_str(&String::from_utf8_lossy(&chunk));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the revoked token's stream stayed open: {after}"));
+    assert!(!after.contains("notifications/resources"), "{after}");
     assert_eq!(
         post(
             &url,

@@ -206,3 +206,52 @@ async fn notices_below_the_level_set_are_held_back_until_it_is_lowered() {
         "sent twice: {before:?}"
     );
 }
+
+/// Whatever `RUST_LOG` asks, the log never holds a memory's content: the libraries that
+/// see whole requests (rmcp logs a call's arguments at debug and trace) are held to info.
+#[test]
+fn rust_log_trace_never_logs_contents() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let sb = Sandbox::new();
+    let marker = "CONTENT-MARKER-5d1e";
+    let mut child = std::process::Command::new(BIN)
+        .arg("--root")
+        .arg(sb.store())
+        .arg("--index-dir")
+        .arg(sb.tmp.path().join("index"))
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "memory_write",
+            "arguments": {"path": "/memories/m.md", "content": format!("{marker}\n")}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for line in &lines {
+        writeln!(stdin, "{line}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // The call was served (its reply is on stdout), and the log says something.
+    assert!(stdout.contains("\"id\":2"), "{stdout}\n{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("m.md")).unwrap(),
+        format!("{marker}\n")
+    );
+    assert!(!stderr.is_empty());
+    assert!(
+        !stderr.contains(marker),
+        "the log holds the content:\n{stderr}"
+    );
+}

@@ -63,6 +63,9 @@ pub enum SignIn {
     Closed,
 }
 
+/// The largest sign-in form read (a token and the form's own fields).
+const SIGNIN_MAX_BODY: usize = 8 * 1024;
+
 /// The console of one server.
 pub struct Console {
     memdir: Arc<Memdir>,
@@ -114,7 +117,9 @@ impl Console {
         }
         if method == Method::POST && path == "/signin" {
             request::same_origin(&request)?;
-            let form = request::form(request, self.max_body).await?;
+            // Read before any token is checked: held to what a sign-in form needs, so
+            // callers without a token cannot make the server hold large bodies.
+            let form = request::form(request, SIGNIN_MAX_BODY).await?;
             return pages::signin::submit(self, &form);
         }
         let session = self.sessions.find(request.headers());

@@ -20,8 +20,12 @@ use super::respond::Page;
 pub const COOKIE: &str = "memdir_console";
 /// How long a session lasts after sign-in (not renewed: sign in again after it).
 pub const LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
-/// Sessions held at once; signing in beyond it ends the oldest.
+/// Sessions held at once; signing in beyond it ends the oldest of the name that holds
+/// the most.
 const MAX_SESSIONS: usize = 1024;
+/// Sessions one name (a token's, or the local user's) holds at once; its sign-in beyond
+/// it ends its own oldest, so no sign-ins of one name can end another's sessions.
+pub const MAX_SESSIONS_PER_NAME: usize = 32;
 
 /// A signed-in browser.
 #[derive(Clone, Debug)]
@@ -66,8 +70,29 @@ impl Sessions {
         let now = Instant::now();
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.retain(|_, s| s.expires > now);
-        if held.len() >= MAX_SESSIONS
-            && let Some(oldest) = held.values().min_by_key(|s| s.expires).map(|s| s.digest)
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for s in held.values() {
+            *counts.entry(s.actor.as_str()).or_default() += 1;
+        }
+        let mine = counts.get(actor).copied().unwrap_or(0);
+        // Room is made from this name's own sessions first; past the server's cap, from
+        // the name that holds the most.
+        let evict = if mine >= MAX_SESSIONS_PER_NAME {
+            Some(actor.to_string())
+        } else if held.len() >= MAX_SESSIONS {
+            counts
+                .iter()
+                .max_by_key(|(name, n)| (**n, std::cmp::Reverse(**name)))
+                .map(|(name, _)| name.to_string())
+        } else {
+            None
+        };
+        if let Some(name) = evict
+            && let Some(oldest) = held
+                .values()
+                .filter(|s| s.actor == name)
+                .min_by_key(|s| s.expires)
+                .map(|s| s.digest)
         {
             held.remove(&oldest);
         }
@@ -188,6 +213,25 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert(header::COOKIE, cookie.parse().unwrap());
         h
+    }
+
+    #[test]
+    fn one_names_sign_ins_never_end_another_names_sessions() {
+        let sessions = Sessions::default();
+        let found = |id: &str| sessions.find(&headers(&format!("{COOKIE}={id}"))).is_some();
+        let alice = sessions.start("alice", None);
+        let bobs: Vec<String> = (0..MAX_SESSIONS + 10)
+            .map(|_| sessions.start("bob", None))
+            .collect();
+        assert!(found(&alice), "bob's sign-ins ended alice's session");
+        let live = bobs.iter().filter(|id| found(id)).count();
+        assert_eq!(live, MAX_SESSIONS_PER_NAME);
+        // Bob's newest are the ones kept.
+        assert!(
+            bobs[bobs.len() - MAX_SESSIONS_PER_NAME..]
+                .iter()
+                .all(|id| found(id))
+        );
     }
 
     #[test]

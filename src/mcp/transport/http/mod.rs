@@ -391,7 +391,19 @@ impl App {
             }
             _ => return Ok((bytes, None)),
         };
-        match self.listens.admit(caller, id) {
+        // A stream opened with a token ends at its next message once that token is no
+        // longer in the tokens file, as a console session does.
+        let in_force = match (&self.tokens, bearer(&parts.headers)) {
+            (Some(tokens), Some(presented)) => {
+                let (tokens, presented) = (tokens.clone(), tokens::digest(presented));
+                Some(
+                    Box::new(move || tokens.current().actor_of_digest(&presented).is_some())
+                        as streams::InForce,
+                )
+            }
+            _ => None,
+        };
+        match self.listens.admit(caller, id, in_force) {
             Ok(ticket) => Ok((bytes, Some(ticket))),
             Err(Refused::Server) => Err(text(
                 StatusCode::TOO_MANY_REQUESTS,

@@ -53,6 +53,10 @@ struct Stream {
     cancel: Option<oneshot::Sender<()>>,
 }
 
+/// Whether the credential a stream was opened with is still in force (its token still in
+/// the tokens file): asked before each message the stream would send.
+pub(super) type InForce = Box<dyn Fn() -> bool + Send + Sync>;
+
 /// A stream about to open: it counts against the limit from now until its response body
 /// is dropped (ended, cancelled, or the client gone).
 pub(super) struct Ticket {
@@ -60,6 +64,7 @@ pub(super) struct Ticket {
     open: Arc<Mutex<Open>>,
     key: u64,
     cancelled: oneshot::Receiver<()>,
+    in_force: Option<InForce>,
 }
 
 impl Drop for Ticket {
@@ -80,7 +85,13 @@ impl Streams {
     }
 
     /// A ticket for a stream that `caller` opens with request id `id`, or why not.
-    pub(super) fn admit(&self, caller: Option<&str>, id: RequestId) -> Result<Ticket, Refused> {
+    /// `in_force`, if given, ends the stream at its next message once it says no.
+    pub(super) fn admit(
+        &self,
+        caller: Option<&str>,
+        id: RequestId,
+        in_force: Option<InForce>,
+    ) -> Result<Ticket, Refused> {
         let mut open = lock(&self.open);
         if let Some(name) = caller {
             let held = open
@@ -111,6 +122,7 @@ impl Streams {
             open: Arc::clone(&self.open),
             key,
             cancelled,
+            in_force,
         })
     }
 
@@ -160,9 +172,17 @@ impl hyper::body::Body for Cancellable {
             // Dropping rmcp's stream cancels the request that feeds it.
             this.inner = None;
         }
-        match &mut this.inner {
-            Some(inner) => Pin::new(inner).poll_frame(cx),
-            None => Poll::Ready(None),
+        let Some(inner) = &mut this.inner else {
+            return Poll::Ready(None);
+        };
+        match Pin::new(inner).poll_frame(cx) {
+            // Its token was revoked (the tokens file re-read without it): the stream
+            // ends here, and sends nothing more.
+            Poll::Ready(Some(_)) if this.ticket.in_force.as_ref().is_some_and(|f| !f()) => {
+                this.inner = None;
+                Poll::Ready(None)
+            }
+            polled => polled,
         }
     }
 
@@ -184,37 +204,51 @@ mod tests {
     #[test]
     fn one_caller_holds_at_most_its_share_and_the_server_its_total() {
         let streams = Streams::new(3, 2);
-        let a1 = streams.admit(Some("alice"), RequestId::Number(1)).unwrap();
-        let _a2 = streams.admit(Some("alice"), RequestId::Number(2)).unwrap();
+        let a1 = streams
+            .admit(Some("alice"), RequestId::Number(1), None)
+            .unwrap();
+        let _a2 = streams
+            .admit(Some("alice"), RequestId::Number(2), None)
+            .unwrap();
         assert_eq!(
-            streams.admit(Some("alice"), RequestId::Number(3)).err(),
+            streams
+                .admit(Some("alice"), RequestId::Number(3), None)
+                .err(),
             Some(Refused::Caller)
         );
-        let _b1 = streams.admit(Some("bob"), RequestId::Number(1)).unwrap();
+        let _b1 = streams
+            .admit(Some("bob"), RequestId::Number(1), None)
+            .unwrap();
         assert_eq!(
-            streams.admit(Some("carol"), RequestId::Number(1)).err(),
+            streams
+                .admit(Some("carol"), RequestId::Number(1), None)
+                .err(),
             Some(Refused::Server)
         );
         // A cancelled stream counts until its body is dropped, as its server place does:
         // cancelling does not let a caller open more than its share meanwhile.
         streams.cancel(Some("alice"), &RequestId::Number(1));
         assert_eq!(
-            streams.admit(Some("alice"), RequestId::Number(3)).err(),
+            streams
+                .admit(Some("alice"), RequestId::Number(3), None)
+                .err(),
             Some(Refused::Caller)
         );
         // A stream that ends gives its place back, to its caller and to the server.
         drop(a1);
-        let _a3 = streams.admit(Some("alice"), RequestId::Number(3)).unwrap();
+        let _a3 = streams
+            .admit(Some("alice"), RequestId::Number(3), None)
+            .unwrap();
     }
 
     #[test]
     fn without_tokens_only_the_server_total_holds() {
         let streams = Streams::new(3, 1);
         let held: Vec<_> = (0..3)
-            .map(|i| streams.admit(None, RequestId::Number(i)).unwrap())
+            .map(|i| streams.admit(None, RequestId::Number(i), None).unwrap())
             .collect();
         assert_eq!(
-            streams.admit(None, RequestId::Number(9)).err(),
+            streams.admit(None, RequestId::Number(9), None).err(),
             Some(Refused::Server)
         );
         drop(held);

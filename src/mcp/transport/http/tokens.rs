@@ -95,7 +95,8 @@ impl Tokens {
     }
 }
 
-fn digest(bytes: &[u8]) -> [u8; 32] {
+/// The SHA-256 of a token as presented: what the tokens in force are compared by.
+pub fn digest(bytes: &[u8]) -> [u8; 32] {
     Sha256::digest(bytes).into()
 }
 
