@@ -163,6 +163,7 @@ fn scopes(md: &Memdir, path: Option<&str>) -> Result<Vec<(MemPath, Option<String
     md.targets(path.unwrap_or("/"))?
         .into_iter()
         .map(|p| {
+            super::mutation::folder_form_fits(md, path.unwrap_or("/"), &p)?;
             let prefix = scope_prefix(md, &p)?;
             Ok((p, prefix))
         })
