@@ -755,6 +755,15 @@ async fn searches_rank_filter_and_relax() {
         )
         .await;
     assert_eq!(page2["hits"][0]["path"], "/memories/once.md");
+    // A cursor continues the search that gave it, never another one.
+    for other in [
+        json!({"query": "database", "limit": 1, "cursor": next}),
+        json!({"query": "tokio", "limit": 1, "sort": "recent", "cursor": next}),
+        json!({"query": "tokio", "limit": 1, "path": "/memories/once.md", "cursor": next}),
+    ] {
+        let e = s.err("memory_search", other.clone()).await;
+        assert!(e.contains("of another search"), "{other}: {e}");
+    }
 
     for q in [
         "\"",
