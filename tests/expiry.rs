@@ -171,10 +171,18 @@ async fn search_filters_by_update_time_and_sorts_by_recency() {
         );
         assert_eq!(recent["hits"][0]["updated_at"], "2026-01-21T00:00:00Z");
         // A page of one at a time walks the same order.
+        let first = s
+            .ok(
+                "memory_search",
+                json!({"query": "release", "sort": "recent", "limit": 1}),
+            )
+            .await;
+        assert_eq!(order(&first), ["new.md"]);
         let second = s
             .ok(
                 "memory_search",
-                json!({"query": "release", "sort": "recent", "limit": 1, "cursor": "1"}),
+                json!({"query": "release", "sort": "recent", "limit": 1,
+                       "cursor": first["next_cursor"]}),
             )
             .await;
         assert_eq!(order(&second), ["mid.md"]);

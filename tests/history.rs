@@ -1173,3 +1173,28 @@ async fn folder_deletes_and_moves_record_hidden_memories_too() {
     }
     s.stop().await;
 }
+
+#[tokio::test]
+async fn restore_is_refused_by_a_server_that_keeps_no_history() {
+    let sb = Sandbox::new();
+    let root = sb.store().to_str().unwrap().to_owned();
+    let s = sb.serve().await;
+    for content in ["v1\n", "v2\n"] {
+        s.ok("memory_write", json!({"path": "k.md", "content": content}))
+            .await;
+    }
+    s.stop().await;
+    let off = Server::start(&["--root", &root, "--no-history"], &[]).await;
+    let e = off
+        .err(
+            "memory_write",
+            json!({"path": "k.md", "restore_version": 1}),
+        )
+        .await;
+    assert!(e.contains("--no-history"), "{e}");
+    assert_eq!(
+        std::fs::read_to_string(sb.store().join("k.md")).unwrap(),
+        "v2\n"
+    );
+    off.stop().await;
+}

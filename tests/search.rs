@@ -1145,7 +1145,8 @@ async fn importance_orders_equal_matches_but_never_a_clearly_better_one() {
         assert_eq!(hits[0].0, "/memories/better.md", "{r}");
         assert_eq!(hits[1].0, "/memories/weaker.md", "{r}");
         assert!(hits[1].1 < 0.9, "{r}");
-        // `recent` order is untouched by importance.
+        // `recent` order is untouched by importance, but each hit's score is the same
+        // as by relevance: after the lift, in the index as in the scan.
         let r = s
             .ok(
                 "memory_search",
@@ -1153,6 +1154,14 @@ async fn importance_orders_equal_matches_but_never_a_clearly_better_one() {
             )
             .await;
         assert_eq!(r["total_hits"], 3, "{r}");
+        for (path, score, _) in ranked(&r) {
+            let by_relevance = match path.as_str() {
+                "/memories/c-vital.md" => 1.0,
+                "/memories/b-none.md" => 1.0 / 1.1,
+                _ => 0.9 / 1.1,
+            };
+            assert!((score - by_relevance).abs() < 1e-9, "{path}: {r}");
+        }
     }
     indexed.stop().await;
     scan.stop().await;

@@ -755,6 +755,15 @@ async fn searches_rank_filter_and_relax() {
         )
         .await;
     assert_eq!(page2["hits"][0]["path"], "/memories/once.md");
+    // A cursor continues the search that gave it, never another one.
+    for other in [
+        json!({"query": "database", "limit": 1, "cursor": next}),
+        json!({"query": "tokio", "limit": 1, "sort": "recent", "cursor": next}),
+        json!({"query": "tokio", "limit": 1, "path": "/memories/once.md", "cursor": next}),
+    ] {
+        let e = s.err("memory_search", other.clone()).await;
+        assert!(e.contains("of another search"), "{other}: {e}");
+    }
 
     for q in [
         "\"",
@@ -1101,6 +1110,28 @@ async fn folder_paths_are_refused_as_files_and_hidden_names_are_flagged() {
         ],
     )
     .await;
+    // Searching or asking the history of a file written as a folder is refused as
+    // listing it is; the folder itself is taken with its `/`.
+    for (tool, args) in [
+        (
+            "memory_search",
+            json!({"query": "x", "path": "moved/a.md/"}),
+        ),
+        ("memory_history", json!({"path": "moved/a.md/"})),
+        ("memory_list", json!({"path": "moved/a.md/"})),
+    ] {
+        let e = s.err(tool, args).await;
+        assert!(e.contains("is a file, not a folder"), "{tool}: {e}");
+    }
+    let hits = s
+        .ok("memory_search", json!({"query": "x", "path": "moved/"}))
+        .await;
+    assert_eq!(hits["total_hits"], 1, "{hits}");
+    let history = s.ok("memory_history", json!({"path": "moved/"})).await;
+    assert!(
+        !history["versions"].as_array().unwrap().is_empty(),
+        "{history}"
+    );
 
     // A hidden name is kept and readable, and the result says list and search skip it.
     let r = s

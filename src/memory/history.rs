@@ -103,6 +103,9 @@ impl HistoryRequest<'_> {
     pub fn run(&self, md: &Memdir) -> Result<HistoryResult> {
         let filter = Filter::of(self)?;
         let scopes = md.targets(self.path.unwrap_or("/"))?;
+        for scope in &scopes {
+            super::mutation::folder_form_fits(md, self.path.unwrap_or("/"), scope)?;
+        }
         if let Some(version) = self.version {
             let [scope] = scopes.as_slice() else {
                 return Err(Error::InvalidArgument(

@@ -75,6 +75,23 @@ pub(super) fn names_folder(raw: &str) -> bool {
     raw.len() > 1 && raw.ends_with('/')
 }
 
+/// Refuses `raw` written as a folder (a trailing `/`) when `p` is a file, as every
+/// tool that takes a folder path does: `a.md/` is not `a.md`.
+pub(super) fn folder_form_fits(md: &Memdir, raw: &str, p: &MemPath) -> Result<()> {
+    if names_folder(raw)
+        && !p.is_root()
+        && md
+            .store(p)
+            .metadata(p)?
+            .is_some_and(|m| m.kind != crate::store::EntryKind::Dir)
+    {
+        return Err(Error::NotAFolder {
+            path: p.canonical(),
+        });
+    }
+    Ok(())
+}
+
 /// Accepts a sha256 in either case; anything else is a clear error.
 pub(super) fn normalise_sha(s: &str) -> Result<String> {
     let s = s.trim();

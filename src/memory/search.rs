@@ -54,17 +54,28 @@ fn min_importance(raw: Option<i64>) -> Result<Option<u8>> {
     .transpose()
 }
 
-/// Where a page starts: the `next_cursor` of a previous search, or the first hit.
-fn cursor_offset(cursor: Option<&str>) -> Result<usize> {
-    match cursor {
-        None | Some("") => Ok(0),
-        Some(c) => c.parse::<usize>().map_err(|_| {
-            Error::InvalidArgument(format!(
-                "invalid cursor `{}`; pass the next_cursor of a previous search unchanged",
-                text::head_chars(c, 100)
-            ))
-        }),
+/// Where a page starts: the `next_cursor` of a previous search of the same query, path,
+/// filters and order (`OFFSET-SEARCH`, the second part naming the search), or the first
+/// hit.
+fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
+    let Some(c) = cursor.filter(|c| !c.is_empty()) else {
+        return Ok(0);
+    };
+    let invalid = || {
+        Error::InvalidArgument(format!(
+            "invalid cursor `{}`; pass the next_cursor of a previous search unchanged",
+            text::head_chars(c, 100)
+        ))
+    };
+    let (offset, of) = c.split_once('-').ok_or_else(invalid)?;
+    let offset = offset.parse::<usize>().map_err(|_| invalid())?;
+    if of != search {
+        return Err(Error::InvalidArgument(format!(
+            "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters and sort; search again without it",
+            text::head_chars(c, 100)
+        )));
     }
+    Ok(offset)
 }
 
 /// A time filter's value in nanoseconds since the epoch, or an error naming `name`.
@@ -83,8 +94,29 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
 }
 
 impl SearchRequest<'_> {
+    /// What names this search in its cursors: 12 hex digits of a SHA-256 over the query,
+    /// path, filters and order (not `limit`, which a client may change between pages).
+    fn fingerprint(&self) -> String {
+        let fields = format!(
+            "{:?}",
+            (
+                self.query,
+                self.path,
+                self.kind,
+                self.tag,
+                self.include_expired,
+                self.updated_after,
+                self.updated_before,
+                self.min_importance,
+                self.order == Order::Recent,
+            )
+        );
+        text::sha256_hex(fields.as_bytes())[..12].to_string()
+    }
+
     pub fn run(&self, md: &Memdir, progress: Progress) -> Result<SearchResult> {
-        let offset = cursor_offset(self.cursor)?;
+        let search = self.fingerprint();
+        let offset = cursor_offset(self.cursor, &search)?;
         let filter = Filter {
             prefix: None,
             kind: self.kind,
@@ -109,7 +141,9 @@ impl SearchRequest<'_> {
             budget: md.settings.result_budget,
             meaning: vector.as_deref(),
         };
-        operation::search(&Reading { md, progress }, &plan)
+        let mut result = operation::search(&Reading { md, progress }, &plan)?;
+        result.next_cursor = result.next_cursor.map(|at| format!("{at}-{search}"));
+        Ok(result)
     }
 }
 
@@ -163,6 +197,7 @@ fn scopes(md: &Memdir, path: Option<&str>) -> Result<Vec<(MemPath, Option<String
     md.targets(path.unwrap_or("/"))?
         .into_iter()
         .map(|p| {
+            super::mutation::folder_form_fits(md, path.unwrap_or("/"), &p)?;
             let prefix = scope_prefix(md, &p)?;
             Ok((p, prefix))
         })

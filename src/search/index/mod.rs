@@ -407,9 +407,9 @@ impl Index {
                 s.0 *= idf;
             }
         }
-        if !recent {
-            self.weigh_importance(&mut scored)?;
-        }
+        // Also for the most recent first: the order is by time, but each hit's score
+        // (relative to the best) is after the importance lift, as the scan gives it.
+        self.weigh_importance(&mut scored)?;
         self.lengths.trim();
         self.page(scored, order, offset, limit)
     }
