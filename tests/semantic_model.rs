@@ -193,6 +193,16 @@ async fn an_off_topic_question_finds_no_memory_by_meaning() {
     // The floor keeps what is close: the paraphrase is still found.
     let out = search(&server, json!({"query": "CI/CD"})).await;
     assert_eq!(paths(&out)[0], "/memories/projects/pipeline.md", "{out}");
+    // A query of symbols and no word is searched by meaning alone; one of punctuation
+    // finds nothing; both say what meaning covers, as every search does.
+    let out = settled(&server, json!({"query": "🍅🌱"})).await;
+    assert_eq!(paths(&out)[0], "/memories/projects/garden.md", "{out}");
+    for h in out["hits"].as_array().unwrap() {
+        assert_eq!(matched(h), ["meaning"], "{out}");
+    }
+    let out = settled(&server, json!({"query": "?!"})).await;
+    assert_eq!(out["total_hits"], 0, "{out}");
+    assert_eq!(out["memories_in_scope"], 4, "{out}");
     server.stop().await;
 }
 

@@ -78,6 +78,14 @@ fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
     Ok(offset)
 }
 
+/// Whether `query` holds something besides ASCII punctuation and spaces (a letter, a
+/// digit, an emoji or another symbol): what meaning can be asked of when it has no word.
+fn has_symbols(query: &str) -> bool {
+    query
+        .chars()
+        .any(|c| c.is_alphanumeric() || !(c.is_ascii() || c.is_whitespace() || c.is_control()))
+}
+
 /// A time filter's value in nanoseconds since the epoch, or an error naming `name`.
 fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
     raw.map(|r| {
@@ -128,7 +136,9 @@ impl SearchRequest<'_> {
         };
         let query = Query::parse(self.query);
         let scopes = scopes(md, self.path)?;
-        let vector = (!query.is_empty())
+        // Meaning is asked of every query but a blank one: a query without words still
+        // says what meaning covers, and one of symbols (emoji) is searched by meaning.
+        let vector = (!self.query.trim().is_empty())
             .then(|| md.embed_query(self.query))
             .flatten();
         let plan = Plan {
@@ -140,6 +150,7 @@ impl SearchRequest<'_> {
             limit: self.limit,
             budget: md.settings.result_budget,
             meaning: vector.as_deref(),
+            symbols: has_symbols(self.query),
         };
         let mut result = operation::search(&Reading { md, progress }, &plan)?;
         result.next_cursor = result.next_cursor.map(|at| format!("{at}-{search}"));

@@ -70,6 +70,8 @@ pub struct Plan<'a> {
     pub budget: usize,
     /// The query's vector, when search by meaning is on.
     pub meaning: Option<&'a [f32]>,
+    /// The query holds more than punctuation: without a word, meaning alone is asked.
+    pub symbols: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -205,7 +207,12 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         query_cut: query.cut,
         coverage: None,
     };
-    if query.is_empty() {
+    // No word: meaning alone is asked of a query of symbols (an emoji); of one of
+    // punctuation only what it covers, as every search with meaning on says.
+    if query.is_empty() && !(plan.symbols && plan.meaning.is_some()) {
+        if let Some(q) = plan.meaning {
+            result.coverage = Some(dense(corpus, plan, q)?.coverage);
+        }
         return Ok(result);
     }
     let need = plan.offset + plan.limit;
