@@ -240,6 +240,11 @@ async fn write_preconditions() {
                 json!({"path": p, "content": "v2", "expected_sha256": stale}),
                 err(&[&v1]),
             ),
+            // Create-only and replace-only together can never both hold: said as such.
+            (
+                json!({"path": p, "content": "v2", "if_absent": true, "expected_sha256": v1}),
+                err(&["cannot both hold"]),
+            ),
         ],
     )
     .await;
