@@ -386,6 +386,10 @@ async fn edits_replace_insert_append_rename() {
         vec![
             (json!({"path": p}), err(&["say what to change"])),
             (
+                json!({"path": p, "append_text": ""}),
+                err(&["append_text is empty"]),
+            ),
+            (
                 json!({"path": p, "append_text": "x", "new_path": "y.md"}),
                 err(&["exactly one"]),
             ),
