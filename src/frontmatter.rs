@@ -54,12 +54,15 @@ const MAX_BLOCK_BYTES: usize = 16 * 1024;
 /// false only when the head a frontmatter can take up does not mention it, which is
 /// cheap to tell, while parsing the YAML costs more than reading a small file.
 pub fn may_have(text: &str, key: &str) -> bool {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     text.starts_with("---")
         && text[..crate::text::floor_char_boundary(text, MAX_BLOCK_BYTES + 8)].contains(key)
 }
 
 /// Parses the frontmatter of `text`, if it has a well-formed one.
 pub fn parse(text: &str) -> Option<Frontmatter> {
+    // A byte order mark, as some Windows editors write, before the block.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text.strip_prefix("---")?;
     let rest = rest
         .strip_prefix("\r\n")
@@ -84,10 +87,10 @@ pub fn parse(text: &str) -> Option<Frontmatter> {
             _ => return None,
         },
         // Not YAML, often only for a colon in a value (`description: Alpha: owner,
-        // risks`), which Claude Code's files and people write: read line by line. Any
+        // risks`), which Claude Code's files and people write: read with those values
+        // quoted, so the other fields (a list of tags, an integer) keep their kinds. Any
         // other fault makes the block content, not fields.
-        Err(_) if colon_only(block) => lines(block)?,
-        Err(_) => return None,
+        Err(_) => colon_values_quoted(block)?,
     };
     let get = |key: &str| map.get(&Yaml::String(key.to_owned())).and_then(scalar);
     let tags = match map.get(&Yaml::String("tags".to_owned())) {
@@ -150,12 +153,9 @@ fn loadable(block: &str) -> bool {
     true
 }
 
-/// A block that is not YAML read as `key: value` lines (the value everything after the
-/// first `: `, a pair of quotes around it dropped); indented lines, list items and
-/// comments are skipped. `None` when no line is such a pair.
-/// Whether `block` fails as YAML only for colons in values: with the value of every
-/// `key: value` line that holds a colon quoted, it loads as a mapping.
-fn colon_only(block: &str) -> bool {
+/// `block` loaded as YAML with the value of every `key: value` line that holds a colon
+/// quoted, when it then loads as a mapping: it failed as YAML only for those colons.
+fn colon_values_quoted(block: &str) -> Option<yaml_rust2::yaml::Hash> {
     let quoted: String = block
         .lines()
         .map(|line| match line.split_once(": ") {
@@ -169,9 +169,13 @@ fn colon_only(block: &str) -> bool {
             _ => format!("{line}\n"),
         })
         .collect();
-    loadable(&quoted)
-        && YamlLoader::load_from_str(&quoted)
-            .is_ok_and(|docs| matches!(docs.first(), Some(Yaml::Hash(_))))
+    if !loadable(&quoted) {
+        return None;
+    }
+    match YamlLoader::load_from_str(&quoted).ok()?.into_iter().next() {
+        Some(Yaml::Hash(map)) => Some(map),
+        _ => None,
+    }
 }
 
 /// A key as `key: value` lines are read: letters, digits, `_` and `-`.
@@ -180,30 +184,6 @@ fn plain_key(key: &str) -> bool {
         && key
             .chars()
             .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
-}
-
-fn lines(block: &str) -> Option<yaml_rust2::yaml::Hash> {
-    let mut map = yaml_rust2::yaml::Hash::new();
-    for line in block.lines() {
-        let Some((key, value)) = line.split_once(':') else {
-            continue;
-        };
-        if !plain_key(key) || !(value.is_empty() || value.starts_with([' ', '\t'])) {
-            continue;
-        }
-        let value = value.trim();
-        let value = [('"', '"'), ('\'', '\'')]
-            .iter()
-            .find_map(|(open, close)| {
-                value
-                    .strip_prefix(*open)
-                    .and_then(|v| v.strip_suffix(*close))
-            })
-            .unwrap_or(value);
-        map.entry(Yaml::String(key.to_owned()))
-            .or_insert_with(|| Yaml::String(value.to_owned()));
-    }
-    (!map.is_empty()).then_some(map)
 }
 
 fn scalar(y: &Yaml) -> Option<String> {
@@ -272,6 +252,22 @@ mod tests {
                 .unwrap();
         assert_eq!(fm.name.as_deref(), Some("Ops: on call"));
         assert_eq!(fm.description, None);
+        // The other fields keep their kinds: a list of tags, in either form.
+        for tags in ["tags: [lang, rust]", "tags:\n  - lang\n  - rust"] {
+            let fm = parse(&format!("---\ndescription: a: b\n{tags}\n---\n")).unwrap();
+            assert_eq!(fm.description.as_deref(), Some("a: b"), "{tags}");
+            assert_eq!(fm.tags, ["lang", "rust"], "{tags}");
+        }
+    }
+
+    /// A byte order mark before the block (some Windows editors write one) is skipped.
+    #[test]
+    fn a_byte_order_mark_before_the_block_is_skipped() {
+        let text = "\u{feff}---\ntags: [lang]\ntype: note\n---\nbody\n";
+        let fm = parse(text).unwrap();
+        assert_eq!(fm.tags, ["lang"]);
+        assert_eq!(fm.kind.as_deref(), Some("note"));
+        assert!(may_have(text, "tags"));
     }
 
     /// A block that is not YAML for another reason than a colon in a value is content

@@ -240,6 +240,11 @@ async fn write_preconditions() {
                 json!({"path": p, "content": "v2", "expected_sha256": stale}),
                 err(&[&v1]),
             ),
+            // Create-only and replace-only together can never both hold: said as such.
+            (
+                json!({"path": p, "content": "v2", "if_absent": true, "expected_sha256": v1}),
+                err(&["cannot both hold"]),
+            ),
         ],
     )
     .await;
@@ -380,6 +385,10 @@ async fn edits_replace_insert_append_rename() {
         &s,
         vec![
             (json!({"path": p}), err(&["say what to change"])),
+            (
+                json!({"path": p, "append_text": ""}),
+                err(&["append_text is empty"]),
+            ),
             (
                 json!({"path": p, "append_text": "x", "new_path": "y.md"}),
                 err(&["exactly one"]),

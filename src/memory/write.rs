@@ -123,6 +123,11 @@ fn write_content(
     expected: Option<&str>,
     actor: &str,
 ) -> Result<WriteResult> {
+    if mode == WriteMode::CreateNew && expected.is_some() {
+        return Err(Error::InvalidArgument(
+            "if_absent (create only, when nothing is there) and expected_sha256 (replace only that content) cannot both hold: give one".into(),
+        ));
+    }
     let expected = expected.map(normalise_sha).transpose()?;
     md.check_content(p, content)?;
     let store = md.store(p);

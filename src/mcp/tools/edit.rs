@@ -177,6 +177,11 @@ fn edit_op(p: &EditParams) -> Result<EditOp<'_>, Error> {
         }
     }
     if let Some(text) = &p.append_text {
+        if text.is_empty() {
+            return Err(Error::InvalidArgument(
+                "append_text is empty: give the text to add at the end".into(),
+            ));
+        }
         ops.push(EditOp::Append { text });
     }
     if let Some(new_path) = &p.new_path {
