@@ -1263,3 +1263,43 @@ async fn an_index_without_importance_is_rebuilt() {
         "{stored:?}"
     );
 }
+
+/// `type` and `tag` filters ignore ASCII case, in the index as in the scan.
+#[tokio::test]
+async fn type_and_tag_filters_ignore_case() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.store().join("fb.md"),
+        "---\ntype: Feedback\ntags: [Lang, rust]\n---\nPrefer small pull requests.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sb.store().join("other.md"),
+        "Small pull requests merge faster.\n",
+    )
+    .unwrap();
+    let index = serve(&sb).await;
+    let scan = serve_scan(&sb).await;
+    for s in [&index, &scan] {
+        for (filter, want) in [
+            (json!({"type": "feedback"}), 1),
+            (json!({"type": "FEEDBACK"}), 1),
+            (json!({"tag": "lang"}), 1),
+            (json!({"tag": "RUST"}), 1),
+            (json!({"tag": "go"}), 0),
+            (json!({"type": "project"}), 0),
+        ] {
+            let mut args = json!({"query": "pull requests"});
+            for (k, v) in filter.as_object().unwrap() {
+                args[k] = v.clone();
+            }
+            let r = s.ok("memory_search", args).await;
+            assert_eq!(r["total_hits"], want, "{filter}: {r}");
+            if want == 1 {
+                assert_eq!(r["hits"][0]["path"], "/memories/fb.md", "{filter}: {r}");
+            }
+        }
+    }
+    index.stop().await;
+    scan.stop().await;
+}

@@ -29,13 +29,17 @@ impl Filter<'_> {
     /// Whether a memory read by the scan passes (the prefix is where the scan reads, so
     /// it is not checked again here).
     pub fn admits(&self, fm: Option<&Frontmatter>, modified_ns: i64) -> bool {
+        // `type` and tags compare without regard to ASCII case, as the index's SQL does
+        // (`COLLATE NOCASE`, `lower()`): `Feedback` is `feedback`.
         if let Some(kind) = self.kind
-            && fm.and_then(|f| f.kind.as_deref()) != Some(kind)
+            && !fm
+                .and_then(|f| f.kind.as_deref())
+                .is_some_and(|k| k.eq_ignore_ascii_case(kind))
         {
             return false;
         }
         if let Some(tag) = self.tag
-            && !fm.is_some_and(|f| f.tags.iter().any(|t| t == tag))
+            && !fm.is_some_and(|f| f.tags.iter().any(|t| t.eq_ignore_ascii_case(tag)))
         {
             return false;
         }
@@ -79,11 +83,11 @@ impl Filter<'_> {
         }
         if let Some(kind) = self.kind {
             let k = bind(kind.to_owned());
-            sql.push_str(&format!(" AND docs.kind = {k}"));
+            sql.push_str(&format!(" AND docs.kind = {k} COLLATE NOCASE"));
         }
         if let Some(tag) = self.tag {
-            let t = bind(format!("\u{1f}{tag}\u{1f}"));
-            sql.push_str(&format!(" AND instr(docs.tags, {t}) > 0"));
+            let t = bind(format!("\u{1f}{}\u{1f}", tag.to_ascii_lowercase()));
+            sql.push_str(&format!(" AND instr(lower(docs.tags), {t}) > 0"));
         }
         if let Some(now) = self.live_at {
             let n = bind(now.to_string());
