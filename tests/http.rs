@@ -597,6 +597,26 @@ async fn hostile_http_input_gets_a_clear_error_and_the_server_goes_on() {
         .await
         .unwrap();
     assert_eq!(get.status().as_u16(), 405);
+    // Every refusal says what it is, so a browser never guesses a type.
+    for (what, r) in [
+        ("GET /mcp", get),
+        (
+            "a bad protocol version",
+            http.post(&url)
+                .header("Authorization", &auth)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream")
+                .header("MCP-Protocol-Version", "1999-01-01")
+                .body(write_call("/memories/v.md"))
+                .send()
+                .await
+                .unwrap(),
+        ),
+    ] {
+        assert!(r.status().is_client_error(), "{what}: {}", r.status());
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff", "{what}");
+        assert!(r.headers().contains_key("content-type"), "{what}");
+    }
     let other = http
         .get(format!("{}/etc/passwd", server.base))
         .send()

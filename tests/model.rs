@@ -446,6 +446,9 @@ enum Why {
     NotUnique,
     BadLine(usize),
     NoVersion(u64),
+    /// `if_absent` and `expected_sha256` together.
+    Contradiction,
+    EmptyAppend,
 }
 
 impl Why {
@@ -464,6 +467,8 @@ impl Why {
             Why::NotUnique => "not unique",
             Why::BadLine(_) => "bad line",
             Why::NoVersion(_) => "no such version",
+            Why::Contradiction => "if_absent with a sha256",
+            Why::EmptyAppend => "empty append_text",
         }
     }
 
@@ -480,6 +485,8 @@ impl Why {
             Why::NotUnique => "Multiple occurrences".into(),
             Why::BadLine(count) => format!("[0, {count}]"),
             Why::NoVersion(v) => format!("no version {v}"),
+            Why::Contradiction => "cannot both hold".into(),
+            Why::EmptyAppend => "append_text is empty".into(),
         }
     }
 }
@@ -639,6 +646,10 @@ impl Model {
         if_absent: bool,
         expected: Option<&str>,
     ) -> Result<Written, Why> {
+        // Create-only and replace-only-that-content never both hold: refused first.
+        if if_absent && expected.is_some() {
+            return Err(Why::Contradiction);
+        }
         let current = self.files.get(path);
         precondition(current, expected, Some(content))?;
         // `if_absent` fails on any existing memory, the same content included.
@@ -1094,6 +1105,10 @@ impl Run {
                 let expected = self.m.sha_for(Some(p), *expect);
                 let args = json!({"path": canon(p), "append_text": text});
                 let out = self.call("memory_edit", with_sha(args, &expected)).await;
+                // Nothing to append is refused before the memory is looked at.
+                if text.is_empty() {
+                    return failed(&out, &Why::EmptyAppend);
+                }
                 let want = self
                     .m
                     .edit(p, expected.as_deref(), |cur| Ok(append(cur, text)));
@@ -1575,7 +1590,7 @@ async fn run_case(scan: bool, ops: &[Op]) -> Result<(), String> {
 }
 
 /// Outcomes (parts of step labels) the default run must reach.
-const MUST_SEE: [&str; 32] = [
+const MUST_SEE: [&str; 33] = [
     "write: created",
     "write: replaced",
     "write: unchanged",
@@ -1592,7 +1607,8 @@ const MUST_SEE: [&str; 32] = [
     "insert: changed",
     "insert: refused: bad line",
     "append: changed",
-    "append: unchanged",
+    "append: refused: empty append_text",
+    "write if_absent: refused: if_absent with a sha256",
     "rename file: changed",
     "rename file: refused: taken",
     "rename file: refused: same path",

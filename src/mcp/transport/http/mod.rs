@@ -269,7 +269,7 @@ impl App {
         let method = request.method().clone();
         let path = request.uri().path().to_string();
         let mut access = Access::default();
-        let response = match path.as_str() {
+        let mut response = match path.as_str() {
             "/healthz" if self.draining.load(Ordering::Acquire) => shutting_down(),
             "/healthz" => health(&method),
             "/mcp" | "/mcp/" => self.mcp(request, &mut access).await,
@@ -288,6 +288,18 @@ impl App {
             ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0),
             actor = access.actor.as_deref().unwrap_or("-"),
         );
+        // Some of rmcp's own refusals (405, 406, 415, a bad protocol version) carry text
+        // without a type: a browser must never guess one.
+        let headers = response.headers_mut();
+        headers
+            .entry(header::X_CONTENT_TYPE_OPTIONS)
+            .or_insert(http::HeaderValue::from_static("nosniff"));
+        if response.status().is_client_error() || response.status().is_server_error() {
+            response
+                .headers_mut()
+                .entry(header::CONTENT_TYPE)
+                .or_insert(http::HeaderValue::from_static("text/plain; charset=utf-8"));
+        }
         response
     }
 
