@@ -177,6 +177,19 @@ async fn write_read_edit_delete_round_trip() {
         r.text,
         "     1\t# Rust\n     2\tuse cargo\n     3\tfmt before commit"
     );
+    // An empty memory says so, rather than answer with no text at all.
+    s.ok(
+        "memory_write",
+        json!({"path": "/memories/notes/empty.md", "content": ""}),
+    )
+    .await;
+    let empty = s
+        .call("memory_read", json!({"path": "notes/empty.md"}))
+        .await;
+    assert!(!empty.is_error);
+    assert_eq!(empty.structured["content"], "");
+    assert_eq!(empty.structured["total_lines"], 0);
+    assert_eq!(empty.text, "[The memory is empty: 0 lines.]");
 
     let range = s
         .ok(
