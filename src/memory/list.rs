@@ -252,16 +252,8 @@ impl ListRequest<'_> {
     fn roots(&self, md: &Memdir) -> Result<Vec<MemPath>> {
         let raw = self.path.unwrap_or("/");
         let roots = md.targets(raw)?;
-        if super::mutation::names_folder(raw) {
-            for root in &roots {
-                if let Some(meta) = md.store(root).metadata(root)?
-                    && meta.kind != crate::store::EntryKind::Dir
-                {
-                    return Err(Error::NotAFolder {
-                        path: root.canonical(),
-                    });
-                }
-            }
+        for root in &roots {
+            super::mutation::folder_form_fits(md, raw, root)?;
         }
         Ok(roots)
     }
