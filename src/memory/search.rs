@@ -71,7 +71,7 @@ fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
     let offset = offset.parse::<usize>().map_err(|_| invalid())?;
     if of != search {
         return Err(Error::InvalidArgument(format!(
-            "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters and sort; search again without it",
+            "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters, sort and limit; search again without it",
             text::head_chars(c, 100)
         )));
     }
@@ -103,11 +103,13 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
 
 impl SearchRequest<'_> {
     /// What names this search in its cursors: 12 hex digits of a SHA-256 over the query,
-    /// path, filters and order (not `limit`, which a client may change between pages).
+    /// path, filters, order and page size (which decides whether the search relaxes to
+    /// memories with some of the words, so pages of another size would skip some).
     fn fingerprint(&self) -> String {
         let fields = format!(
             "{:?}",
             (
+                self.limit,
                 self.query,
                 self.path,
                 self.kind,

@@ -215,7 +215,8 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         }
         return Ok(result);
     }
-    let need = plan.offset + plan.limit;
+    // A cursor's offset is any number a client sends.
+    let need = plan.offset.saturating_add(plan.limit);
     // With meaning on, the pieces of a CJK word or of a joined word are not looked for
     // apart: meaning finds its other forms and orders, and the pieces' weak matches
     // outranked memories in other languages (docs/decisions/search-engine.md).
@@ -303,7 +304,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             hit.score = relative(hit.score, reference);
         }
         result = SearchResult {
-            next_cursor: (plan.offset + hits.len() < total && !hits.is_empty())
+            next_cursor: (plan.offset.saturating_add(hits.len()) < total && !hits.is_empty())
                 .then(|| (plan.offset + hits.len()).to_string()),
             hits,
             total_hits: total,
