@@ -231,7 +231,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         } else {
             need
         };
-        let mut ranking = rank(corpus, plan, query, Combine::All, need)?;
+        // Without a word (meaning alone), no memory matches by words: the scan would
+        // take every one for a match of nothing.
+        let mut ranking = if query.is_empty() {
+            Ranking::default()
+        } else {
+            rank(corpus, plan, query, Combine::All, need)?
+        };
         // Fewer memories than a page holds have every word: the search goes on with those
         // that hold some of them (or some piece of a CJK run), ranked after every one
         // that holds them all. Decided by the page's size, never its offset, so every
