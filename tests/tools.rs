@@ -1092,8 +1092,8 @@ async fn lists_and_searches_of_long_frontmatter_stay_within_the_budget() {
                 let path = item["path"].as_str().unwrap().to_owned();
                 if path.ends_with("long.md") {
                     let shown = item["description"].as_str().unwrap();
-                    assert_eq!(shown.chars().count(), 1_001, "{tool}");
-                    assert!(shown.ends_with("L…"), "{tool}");
+                    assert!(shown.len() <= 1_000, "{tool}: {} bytes", shown.len());
+                    assert!(shown.len() > 990 && shown.ends_with("L…"), "{tool}");
                 }
                 assert!(seen.insert(path), "{tool}: a memory shown twice");
             }
