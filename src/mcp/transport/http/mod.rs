@@ -405,13 +405,11 @@ impl App {
         };
         // A stream opened with a token ends at its next message once that token is no
         // longer in the tokens file, as a console session does.
-        let in_force = match (&self.tokens, bearer(&parts.headers)) {
-            (Some(tokens), Some(presented)) => {
+        let in_force = match (&self.tokens, bearer(&parts.headers), caller) {
+            (Some(tokens), Some(presented), Some(name)) => {
                 let (tokens, presented) = (tokens.clone(), tokens::digest(presented));
-                Some(
-                    Box::new(move || tokens.current().actor_of_digest(&presented).is_some())
-                        as streams::InForce,
-                )
+                let name = name.to_string();
+                Some(Box::new(move || tokens.still_names(&presented, &name)) as streams::InForce)
             }
             _ => None,
         };
