@@ -49,7 +49,7 @@ pub enum Error {
     /// A path written as a folder (a trailing `/`) that names a symbolic link, a FIFO or
     /// another special entry: never followed, only that name can be removed.
     #[error(
-        "`{path}` is a {kind}, not a folder; to remove the {kind} itself (never what it points at), name it without the trailing `/`"
+        "`{path}` is a {kind}, not a folder; name it without the trailing `/` (a delete then removes only that name, never what a link points at)"
     )]
     LinkNotFolder { path: String, kind: &'static str },
     /// FIFOs, sockets, devices: never opened for reading or writing.

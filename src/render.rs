@@ -56,11 +56,6 @@ pub fn read(r: &ReadResult, view_range: Option<(i64, i64)>) -> String {
         ));
         return out;
     }
-    if r.total_lines == 0 {
-        // An empty text would read as a failed call.
-        out.push_str("[The memory is empty: 0 lines.]");
-        return out;
-    }
     out.push_str(&numbered_lines(&r.content, r.start_line));
     if r.truncated {
         out.push_str(&format!(

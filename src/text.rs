@@ -39,16 +39,20 @@ pub fn head_chars(s: &str, max_chars: usize) -> String {
     }
 }
 
-/// The most characters of a frontmatter `name`, `description` or `type` that a listing or
-/// a search hit shows (cut with `…`; `memory_read` shows the block whole): a result
-/// page's size then depends on how many memories it shows, not on one long field.
-pub const SHOWN_FIELD_CHARS: usize = 1_000;
+/// The most bytes of a frontmatter `name`, `description` or `type` that a listing or a
+/// search hit shows (cut at a character with `…`; `memory_read` shows the block whole):
+/// a result page's size then depends on how many memories it shows, not on one long
+/// field, and one entry fits the smallest result budget.
+pub const SHOWN_FIELD_BYTES: usize = 1_000;
 
-/// A frontmatter field as a listing or a search hit shows it: [`SHOWN_FIELD_CHARS`].
+/// A frontmatter field as a listing or a search hit shows it: [`SHOWN_FIELD_BYTES`].
 pub fn shown_field(s: Option<String>) -> Option<String> {
-    s.map(|s| match s.char_indices().nth(SHOWN_FIELD_CHARS) {
-        Some(_) => head_chars(&s, SHOWN_FIELD_CHARS),
-        None => s,
+    s.map(|s| {
+        if s.len() <= SHOWN_FIELD_BYTES {
+            return s;
+        }
+        let cut = floor_char_boundary(&s, SHOWN_FIELD_BYTES - '…'.len_utf8());
+        format!("{}…", &s[..cut])
     })
 }
 

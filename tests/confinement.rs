@@ -1072,6 +1072,18 @@ async fn deleting_symlinks_removes_links_never_targets() {
         env.assert_outside_unchanged(rel);
     }
     assert_still_link(&store, "out_dir");
+    // Every tool that takes a folder path says the same of a FIFO written as one.
+    for (tool, args) in [
+        ("memory_list", json!({"path": "/memories/pipe.md/"})),
+        (
+            "memory_search",
+            json!({"query": "x", "path": "/memories/pipe.md/"}),
+        ),
+        ("memory_history", json!({"path": "/memories/pipe.md/"})),
+    ] {
+        let e = env.err(tool, args).await;
+        assert!(e.contains("is a FIFO, not a folder"), "{tool}: {e}");
+    }
     // Deleting a link removes the link only.
     for rel in [
         "out_file", "out_abs", "chain1", "dangling", "out_fifo", "out_dir",

@@ -1175,7 +1175,7 @@ async fn folder_deletes_and_moves_record_hidden_memories_too() {
 }
 
 #[tokio::test]
-async fn restore_is_refused_by_a_server_that_keeps_no_history() {
+async fn without_history_earlier_versions_stay_restorable_and_nothing_is_recorded() {
     let sb = Sandbox::new();
     let root = sb.store().to_str().unwrap().to_owned();
     let s = sb.serve().await;
@@ -1184,17 +1184,19 @@ async fn restore_is_refused_by_a_server_that_keeps_no_history() {
             .await;
     }
     s.stop().await;
+    let log = log_lines(&sb.store()).len();
     let off = Server::start(&["--root", &root, "--no-history"], &[]).await;
-    let e = off
-        .err(
+    let r = off
+        .ok(
             "memory_write",
             json!({"path": "k.md", "restore_version": 1}),
         )
         .await;
-    assert!(e.contains("--no-history"), "{e}");
+    assert_eq!(r["version"], Value::Null, "{r}");
     assert_eq!(
         std::fs::read_to_string(sb.store().join("k.md")).unwrap(),
-        "v2\n"
+        "v1\n"
     );
     off.stop().await;
+    assert_eq!(log_lines(&sb.store()).len(), log, "a version was recorded");
 }

@@ -927,6 +927,48 @@ async fn sighup_rereads_the_tokens_file() {
     assert!(!log.contains(carol) && !log.contains(ALICE));
 }
 
+/// A process that may open few files serves fewer connections at once, so that a full
+/// server never runs out of descriptors for its stores (or fails to accept).
+#[test]
+fn the_connection_cap_leaves_descriptors_for_the_stores() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let sb = Sandbox::new();
+    let mut cmd = std::process::Command::new(BIN);
+    cmd.args(["--root", sb.store().to_str().unwrap()])
+        .args(["serve", "--http", "127.0.0.1:0"])
+        .env("RUST_LOG", "memdir=info")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: setrlimit is a plain system call; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            use rustix::process::{Resource, Rlimit, setrlimit};
+            let limit = Rlimit {
+                current: Some(256),
+                maximum: Some(256),
+            };
+            setrlimit(Resource::Nofile, limit).map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().expect("spawn memdir");
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let line = stderr
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.contains("listening on http://"))
+        .expect("a listening line");
+    let _ = child.kill();
+    let _ = child.wait();
+    // 256 files, 128 of them kept for the rest.
+    assert!(line.contains("connections=128"), "{line}");
+}
+
 /// Start-up refusals: each exits non-zero with a message that says what to do.
 #[test]
 fn unsafe_configurations_are_refused_at_start_up() {

@@ -200,10 +200,36 @@ async fn an_off_topic_question_finds_no_memory_by_meaning() {
     for h in out["hits"].as_array().unwrap() {
         assert_eq!(matched(h), ["meaning"], "{out}");
     }
-    let out = settled(&server, json!({"query": "?!"})).await;
-    assert_eq!(out["total_hits"], 0, "{out}");
-    assert_eq!(out["memories_in_scope"], 4, "{out}");
+    for query in ["?!", "«…»", "。、"] {
+        let out = settled(&server, json!({"query": query})).await;
+        assert_eq!(out["total_hits"], 0, "{query}: {out}");
+        assert_eq!(out["memories_in_scope"], 4, "{query}: {out}");
+    }
     server.stop().await;
+    // With the index unavailable (its folder is a file: the server searches by scan, and
+    // has no vectors), a query of symbols matches nothing by words: no memory is
+    // counted as a hit that none is shown for.
+    let (store, model) = (place.store(), model());
+    let blocked = place.tmp.path().join("not-a-folder");
+    std::fs::write(&blocked, "").unwrap();
+    let blocked = blocked.to_str().unwrap().to_owned();
+    let scan = Server::start(
+        &[
+            "--root",
+            &store,
+            "--index-dir",
+            &blocked,
+            "--semantic",
+            "--model",
+            &model,
+        ],
+        &[],
+    )
+    .await;
+    let out = search(&scan, json!({"query": "🍅🌱"})).await;
+    assert_eq!(out["total_hits"], 0, "{out}");
+    assert_eq!(paths(&out).len(), 0, "{out}");
+    scan.stop().await;
 }
 
 #[tokio::test]

@@ -267,7 +267,8 @@ pub struct MeaningArgs {
 /// How much history the server keeps.
 #[derive(Clone, Debug, Args)]
 pub struct HistoryArgs {
-    /// Keep no version history (mutations are not recorded; restore is unavailable).
+    /// Keep no version history: mutations are not recorded (versions recorded before
+    /// stay readable and restorable; a restore is recorded no more than any write).
     #[arg(long)]
     pub no_history: bool,
     /// Keep at most N versions per memory (the current version of a live memory is

@@ -132,7 +132,7 @@ impl Console {
             return Err(pages::signin::form(self, None, StatusCode::UNAUTHORIZED));
         };
         if let (SignIn::Tokens(tokens), Some(token)) = (&self.sign_in, &session.token)
-            && tokens.current().actor_of_digest(token) != Some(session.actor.as_str())
+            && !tokens.still_names(token, &session.actor)
         {
             // The token was revoked (SIGHUP re-read the file without it): so is the session.
             self.sessions.end(&session);

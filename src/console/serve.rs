@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::session::OneTime;
 use super::{Console, SignIn};
 use crate::mcp::transport::http::gate::Gate;
-use crate::mcp::transport::http::listen::{accept, shutdown_signal};
+use crate::mcp::transport::http::listen::{accept, connection_room, shutdown_signal};
 use crate::memory::Memdir;
 
 /// How long shutdown waits for requests in flight.
@@ -87,7 +87,7 @@ pub async fn serve(
         }
     };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept(&listener, Some(&graceful), stop, handle).await;
+    accept(&listener, &connection_room(), Some(&graceful), stop, handle).await;
     drop(listener);
     tracing::info!("console stopping");
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown()).await;

@@ -234,6 +234,26 @@ mod tests {
         );
     }
 
+    /// Past the server's cap, room is made from the name holding the most, so every
+    /// name keeps its newest session.
+    #[test]
+    fn past_the_servers_cap_every_name_keeps_its_newest_session() {
+        let sessions = Sessions::default();
+        let found = |id: &str| sessions.find(&headers(&format!("{COOKIE}={id}"))).is_some();
+        let names = MAX_SESSIONS / MAX_SESSIONS_PER_NAME + 8;
+        let mut newest = Vec::new();
+        for n in 0..names {
+            let mut last = String::new();
+            for _ in 0..MAX_SESSIONS_PER_NAME {
+                last = sessions.start(&format!("user{n}"), None);
+            }
+            newest.push(last);
+        }
+        let held = sessions.held.lock().unwrap().len();
+        assert_eq!(held, MAX_SESSIONS);
+        assert!(newest.iter().all(|id| found(id)));
+    }
+
     #[test]
     fn a_session_is_found_by_its_cookie_only() {
         let sessions = Sessions::default();

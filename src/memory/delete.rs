@@ -2,7 +2,7 @@
 //! `Deleted` version per file (with the caller's reason), under the store's lock.
 
 use super::Memdir;
-use super::mutation::{check_precondition, names_folder, normalise_sha};
+use super::mutation::{check_precondition, names_folder, normalise_sha, not_a_folder};
 use crate::error::{Error, Result};
 use crate::history::{Draft, Op, Recorder};
 use crate::path::MemPath;
@@ -49,15 +49,7 @@ pub fn delete(
     })?;
     // A trailing `/` names a folder: never a file's name with the slash dropped.
     if names_folder(raw) && kind != EntryKind::Dir {
-        let path = p.canonical();
-        return Err(match kind {
-            EntryKind::Symlink => Error::LinkNotFolder {
-                path,
-                kind: "symbolic link",
-            },
-            EntryKind::Special(kind) => Error::LinkNotFolder { path, kind },
-            _ => Error::NotAFolder { path },
-        });
+        return Err(not_a_folder(&p, kind));
     }
     let deletion = Deletion { reason, actor };
     let (rec, deleted_files) = if kind == EntryKind::Dir {

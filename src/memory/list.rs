@@ -252,16 +252,8 @@ impl ListRequest<'_> {
     fn roots(&self, md: &Memdir) -> Result<Vec<MemPath>> {
         let raw = self.path.unwrap_or("/");
         let roots = md.targets(raw)?;
-        if super::mutation::names_folder(raw) {
-            for root in &roots {
-                if let Some(meta) = md.store(root).metadata(root)?
-                    && meta.kind != crate::store::EntryKind::Dir
-                {
-                    return Err(Error::NotAFolder {
-                        path: root.canonical(),
-                    });
-                }
-            }
+        for root in &roots {
+            super::mutation::folder_form_fits(md, raw, root)?;
         }
         Ok(roots)
     }
@@ -427,7 +419,6 @@ fn rows_under(
     Ok(rows)
 }
 
-/// Completes a row on the page: hash and frontmatter for files.
 /// About how many bytes of a result's text `e` takes: its path, its frontmatter fields
 /// and room for the rest of its line.
 fn entry_cost(e: &ListEntry) -> usize {
@@ -435,6 +426,7 @@ fn entry_cost(e: &ListEntry) -> usize {
     e.path.len() + 160 + field(&e.name) + field(&e.description) + field(&e.kind)
 }
 
+/// Completes a row on the page: hash and frontmatter for files.
 fn list_entry(md: &Memdir, row: &ListRow) -> ListEntry {
     let current = if row.is_dir {
         None

@@ -8,7 +8,7 @@ use crate::history::{Draft, Op, Recorder};
 use crate::path::MemPath;
 use crate::search::fresh::Change;
 use crate::secrets;
-use crate::store::WriteMode;
+use crate::store::{EntryKind, WriteMode};
 
 impl Memdir {
     /// A path that a mutation may target: not a store root, in a writable store.
@@ -75,21 +75,31 @@ pub(super) fn names_folder(raw: &str) -> bool {
     raw.len() > 1 && raw.ends_with('/')
 }
 
-/// Refuses `raw` written as a folder (a trailing `/`) when `p` is a file, as every
-/// tool that takes a folder path does: `a.md/` is not `a.md`.
+/// Refuses `raw` written as a folder (a trailing `/`) when `p` is something else, as
+/// every tool that takes a folder path does: `a.md/` is not `a.md`.
 pub(super) fn folder_form_fits(md: &Memdir, raw: &str, p: &MemPath) -> Result<()> {
-    if names_folder(raw)
-        && !p.is_root()
-        && md
-            .store(p)
-            .metadata(p)?
-            .is_some_and(|m| m.kind != crate::store::EntryKind::Dir)
-    {
-        return Err(Error::NotAFolder {
-            path: p.canonical(),
-        });
+    if !names_folder(raw) || p.is_root() {
+        return Ok(());
     }
-    Ok(())
+    // Followed as every tool follows a link that stays inside the store.
+    match md.store(p).metadata(p)? {
+        Some(m) if m.kind != EntryKind::Dir => Err(not_a_folder(p, m.kind)),
+        _ => Ok(()),
+    }
+}
+
+/// The error for `p`, written as a folder, being an entry of `kind` instead: a link or
+/// a special file is named for what it is, with the way to name only it.
+pub(super) fn not_a_folder(p: &MemPath, kind: EntryKind) -> Error {
+    let path = p.canonical();
+    match kind {
+        EntryKind::Symlink => Error::LinkNotFolder {
+            path,
+            kind: "symbolic link",
+        },
+        EntryKind::Special(kind) => Error::LinkNotFolder { path, kind },
+        _ => Error::NotAFolder { path },
+    }
 }
 
 /// Accepts a sha256 in either case; anything else is a clear error.

@@ -71,19 +71,35 @@ fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
     let offset = offset.parse::<usize>().map_err(|_| invalid())?;
     if of != search {
         return Err(Error::InvalidArgument(format!(
-            "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters and sort; search again without it",
+            "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters, sort and limit; search again without it",
             text::head_chars(c, 100)
         )));
     }
     Ok(offset)
 }
 
-/// Whether `query` holds something besides ASCII punctuation and spaces (a letter, a
-/// digit, an emoji or another symbol): what meaning can be asked of when it has no word.
+/// Whether `query` holds something besides punctuation and spaces (a letter, a digit,
+/// an emoji or another symbol): what meaning can be asked of when it has no word.
 fn has_symbols(query: &str) -> bool {
     query
         .chars()
-        .any(|c| c.is_alphanumeric() || !(c.is_ascii() || c.is_whitespace() || c.is_control()))
+        .any(|c| c.is_alphanumeric() || !(c.is_whitespace() || c.is_control() || is_punctuation(c)))
+}
+
+/// Punctuation of the scripts memdir reads: ASCII's, Latin-1's (`«»¿¡·`), the General
+/// and Supplemental Punctuation blocks (`—…“”`), CJK's (`。、「」`) and the full-width
+/// forms' (`！？，`).
+fn is_punctuation(c: char) -> bool {
+    c.is_ascii_punctuation()
+        || matches!(c,
+            '\u{a1}'..='\u{bf}'
+            | '\u{2000}'..='\u{206f}'
+            | '\u{2e00}'..='\u{2e7f}'
+            | '\u{3000}'..='\u{303f}'
+            | '\u{ff01}'..='\u{ff0f}'
+            | '\u{ff1a}'..='\u{ff20}'
+            | '\u{ff3b}'..='\u{ff40}'
+            | '\u{ff5b}'..='\u{ff65}')
 }
 
 /// A time filter's value in nanoseconds since the epoch, or an error naming `name`.
@@ -103,11 +119,13 @@ fn instant_ns(name: &str, raw: Option<&str>) -> Result<Option<i64>> {
 
 impl SearchRequest<'_> {
     /// What names this search in its cursors: 12 hex digits of a SHA-256 over the query,
-    /// path, filters and order (not `limit`, which a client may change between pages).
+    /// path, filters, order and page size (which decides whether the search relaxes to
+    /// memories with some of the words, so pages of another size would skip some).
     fn fingerprint(&self) -> String {
         let fields = format!(
             "{:?}",
             (
+                self.limit,
                 self.query,
                 self.path,
                 self.kind,
@@ -247,4 +265,19 @@ fn files_under(md: &Memdir, scope: &MemPath) -> Result<Vec<MemPath>> {
         Err(e @ Error::Database { .. }) => return Err(e),
         _ => Vec::new(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbols_are_told_from_punctuation() {
+        for q in ["🍅", "a", "7", "数", "✓", "€"] {
+            assert!(has_symbols(q), "{q}");
+        }
+        for q in ["", "  ", "?!", "«»—…", "。、「」", "！？", "¿¡", "\u{0}\t"] {
+            assert!(!has_symbols(q), "{q:?}");
+        }
+    }
 }

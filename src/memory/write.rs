@@ -67,13 +67,6 @@ impl RestoreRequest<'_> {
     pub fn run(&self, md: &Memdir) -> Result<WriteResult> {
         let version = self.version;
         let p = md.file_path(self.path)?;
-        if !md.settings.history {
-            // What is restored would be recorded nowhere, and history off means none is
-            // kept: the old versions on disk are not this server's to serve.
-            return Err(Error::InvalidArgument(
-                "restore_version needs the version history, and this server keeps none (--no-history); write the content you want with memory_write".into(),
-            ));
-        }
         let store = md.store(&p);
         let record = history::records(store)?
             .into_iter()

@@ -215,7 +215,8 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         }
         return Ok(result);
     }
-    let need = plan.offset + plan.limit;
+    // A cursor's offset is any number a client sends.
+    let need = plan.offset.saturating_add(plan.limit);
     // With meaning on, the pieces of a CJK word or of a joined word are not looked for
     // apart: meaning finds its other forms and orders, and the pieces' weak matches
     // outranked memories in other languages (docs/decisions/search-engine.md).
@@ -230,7 +231,13 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         } else {
             need
         };
-        let mut ranking = rank(corpus, plan, query, Combine::All, need)?;
+        // Without a word (meaning alone), no memory matches by words: the scan would
+        // take every one for a match of nothing.
+        let mut ranking = if query.is_empty() {
+            Ranking::default()
+        } else {
+            rank(corpus, plan, query, Combine::All, need)?
+        };
         // Fewer memories than a page holds have every word: the search goes on with those
         // that hold some of them (or some piece of a CJK run), ranked after every one
         // that holds them all. Decided by the page's size, never its offset, so every
@@ -303,7 +310,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             hit.score = relative(hit.score, reference);
         }
         result = SearchResult {
-            next_cursor: (plan.offset + hits.len() < total && !hits.is_empty())
+            next_cursor: (plan.offset.saturating_add(hits.len()) < total && !hits.is_empty())
                 .then(|| (plan.offset + hits.len()).to_string()),
             hits,
             total_hits: total,

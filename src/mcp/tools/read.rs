@@ -84,7 +84,11 @@ impl MemdirServer {
             .run(move |m| read(m, &p.path, range, &render::read_notes_len))
             .await;
         answer(result, |r| {
-            let text = render::read(&r, range);
+            let mut text = render::read(&r, range);
+            if r.total_lines == 0 {
+                // No text at all would read as a failed call (the CLI says so its way).
+                text.push_str("[The memory is empty: 0 lines.]");
+            }
             (ReadOut::from(r), text)
         })
     }

@@ -32,7 +32,7 @@ pub use crate::store::Stamp;
 
 /// Bump when the schema, the tokenizer or what frontmatter parsing reads changes (the
 /// index keeps its fields): a mismatch rebuilds the index.
-pub const FORMAT: &str = "memdir-index-8;tokenizer-4";
+pub const FORMAT: &str = "memdir-index-9;tokenizer-4";
 
 /// Whether the database at `db` is there: the index is a cache, which anyone may delete.
 pub fn exists(db: &Path) -> bool {

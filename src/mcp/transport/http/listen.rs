@@ -25,10 +25,58 @@ use super::{Body, HEADER_TIMEOUT};
 /// ends. Above the listen streams a server allows, so those never fill it alone.
 pub(crate) const MAX_CONNECTIONS: usize = 1024;
 
+/// File descriptors kept for everything but connections: stores, their indexes and
+/// watches, history logs, the model, files read for a request.
+const DESCRIPTORS_KEPT: u64 = 128;
+
+/// The places for connections of one server: [`MAX_CONNECTIONS`], or fewer when the
+/// process may not open that many files (the soft limit is first raised to the hard
+/// one, as far as 65,536), so that a full server refuses no file it needs and `accept`
+/// never fails for want of a descriptor. Shared by the server's accept loops.
+pub(crate) fn connection_room() -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(connections_allowed()))
+}
+
+#[cfg(unix)]
+fn connections_allowed() -> usize {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    if let Some(current) = limit.current {
+        let want = limit.maximum.unwrap_or(u64::MAX).min(65_536);
+        if want > current {
+            // Refused (a hard limit the system caps lower): the current one stays.
+            let _ = setrlimit(
+                Resource::Nofile,
+                Rlimit {
+                    current: Some(want),
+                    maximum: limit.maximum,
+                },
+            );
+        }
+    }
+    allowed_for(getrlimit(Resource::Nofile).current)
+}
+
+/// Connections for a process that may open `files` (`None`: no limit).
+#[cfg_attr(not(unix), allow(dead_code))]
+fn allowed_for(files: Option<u64>) -> usize {
+    match files {
+        Some(files) => usize::try_from(files.saturating_sub(DESCRIPTORS_KEPT))
+            .unwrap_or(MAX_CONNECTIONS)
+            .clamp(16, MAX_CONNECTIONS),
+        None => MAX_CONNECTIONS,
+    }
+}
+
+#[cfg(not(unix))]
+fn connections_allowed() -> usize {
+    MAX_CONNECTIONS
+}
+
 /// How long an answer may wait for the client to take its bytes: a client that sends
 /// requests and never reads the answers is disconnected then, rather than holding its
-/// connection (and a file descriptor) for ever. An idle listen stream writes nothing
-/// and is not affected.
+/// connection (and a file descriptor) for ever. A listen stream whose client reads it
+/// (its pings included) is not affected.
 pub(crate) const WRITE_STALL: Duration = Duration::from_secs(30);
 
 /// Serves each connection `listener` accepts, every request answered by `handle(request,
@@ -36,6 +84,7 @@ pub(crate) const WRITE_STALL: Duration = Duration::from_secs(30);
 /// (draining), for one request each.
 pub(crate) async fn accept<H, F>(
     listener: &TcpListener,
+    room: &Arc<Semaphore>,
     graceful: Option<&GracefulShutdown>,
     stop: impl Future<Output = ()>,
     handle: H,
@@ -44,10 +93,10 @@ pub(crate) async fn accept<H, F>(
     F: Future<Output = Response<Body>> + Send + 'static,
 {
     let mut stop = std::pin::pin!(stop);
-    let room = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let mut last_warned: Option<std::time::Instant> = None;
     loop {
         let permit = tokio::select! {
-            permit = Arc::clone(&room).acquire_owned() => match permit {
+            permit = Arc::clone(room).acquire_owned() => match permit {
                 Ok(permit) => permit,
                 Err(_) => return,
             },
@@ -57,8 +106,12 @@ pub(crate) async fn accept<H, F>(
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
-                    // Out of file descriptors and the like: wait a moment rather than spin.
-                    tracing::warn!(error = %e, "cannot accept a connection");
+                    // Out of file descriptors and the like: wait a moment rather than
+                    // spin, and say so once a minute rather than each time.
+                    if last_warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(60)) {
+                        tracing::warn!(error = %e, "cannot accept a connection");
+                        last_warned = Some(std::time::Instant::now());
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -218,6 +271,19 @@ pub(crate) fn shutdown_signal() -> impl Future<Output = ()> + Send + 'static {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn connections_leave_descriptors_for_the_rest() {
+        for (files, allowed) in [
+            (None, MAX_CONNECTIONS),
+            (Some(65_536), MAX_CONNECTIONS),
+            (Some(1_024), 896),
+            (Some(256), 128),
+            (Some(100), 16),
+        ] {
+            assert_eq!(allowed_for(files), allowed, "{files:?}");
+        }
+    }
     use tokio::io::AsyncWriteExt;
 
     /// A client that never reads: the server's writes fill the socket's buffers, then

@@ -43,7 +43,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use self::gate::Gate;
-use self::listen::{accept, shutdown_signal};
+use self::listen::{accept, connection_room, shutdown_signal};
 use self::streams::{Refused, Streams, Ticket};
 use self::tokens::TokenFile;
 use super::ServeError;
@@ -148,8 +148,10 @@ pub async fn serve_http(
     if let Some(tokens) = &tokens {
         reload_on_hangup(tokens.clone());
     }
+    let room = connection_room();
     tracing::info!(
         tokens = tokens.as_ref().map_or(0, |t| t.current().len()),
+        connections = room.available_permits(),
         "listening on http://{local}/mcp{}",
         if tokens.is_some() {
             ""
@@ -163,7 +165,7 @@ pub async fn serve_http(
         move |request, peer| Arc::clone(&app).handle(request, peer)
     };
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    accept(&listener, Some(&graceful), stop, handle.clone()).await;
+    accept(&listener, &room, Some(&graceful), stop, handle.clone()).await;
     app.draining.store(true, Ordering::Release);
     tracing::info!("shutting down: finishing the calls in flight");
     flow.end_input();
@@ -178,7 +180,7 @@ pub async fn serve_http(
                 );
             }
         }
-        () = accept(&listener, None, std::future::pending(), handle) => {}
+        () = accept(&listener, &room, None, std::future::pending(), handle) => {}
     }
     Ok(())
 }
@@ -405,13 +407,11 @@ impl App {
         };
         // A stream opened with a token ends at its next message once that token is no
         // longer in the tokens file, as a console session does.
-        let in_force = match (&self.tokens, bearer(&parts.headers)) {
-            (Some(tokens), Some(presented)) => {
+        let in_force = match (&self.tokens, bearer(&parts.headers), caller) {
+            (Some(tokens), Some(presented), Some(name)) => {
                 let (tokens, presented) = (tokens.clone(), tokens::digest(presented));
-                Some(
-                    Box::new(move || tokens.current().actor_of_digest(&presented).is_some())
-                        as streams::InForce,
-                )
+                let name = name.to_string();
+                Some(Box::new(move || tokens.still_names(&presented, &name)) as streams::InForce)
             }
             _ => None,
         };

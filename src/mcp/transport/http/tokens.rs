@@ -126,6 +126,13 @@ impl TokenFile {
         Ok(n)
     }
 
+    /// Whether the token with digest `presented` still names `actor`: what a console
+    /// session and a listen stream opened with it need to go on (revoked, or moved to
+    /// another name, they end).
+    pub fn still_names(&self, presented: &[u8; 32], actor: &str) -> bool {
+        self.current().actor_of_digest(presented) == Some(actor)
+    }
+
     pub fn current(&self) -> Arc<Tokens> {
         Arc::clone(&self.tokens.read().unwrap_or_else(|e| e.into_inner()))
     }
@@ -154,6 +161,32 @@ mod tests {
 
     const A: &str = "0123456789abcdef0123";
     const B: &str = "fedcba9876543210fedc";
+
+    /// A token moved to another name no longer stands for the first: what a session or
+    /// a listen stream opened with it checks.
+    #[cfg(unix)]
+    #[test]
+    #[allow(clippy::disallowed_methods)] // a test's own tokens file, outside any store
+    fn a_token_moved_to_another_name_no_longer_names_the_first() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens");
+        let write = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        };
+        write(&format!("alice {A}\n"));
+        let file = TokenFile::load(&path).unwrap();
+        let presented = digest(A.as_bytes());
+        assert!(file.still_names(&presented, "alice"));
+        write(&format!("bob {A}\n"));
+        file.reload().unwrap();
+        assert!(!file.still_names(&presented, "alice"));
+        assert!(file.still_names(&presented, "bob"));
+        write(&format!("bob {B}\n"));
+        file.reload().unwrap();
+        assert!(!file.still_names(&presented, "bob"));
+    }
 
     #[test]
     fn tokens_name_their_actor() {
