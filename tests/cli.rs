@@ -348,6 +348,60 @@ fn export_and_import_move_a_store_with_its_history() {
     assert_eq!(std::fs::read_to_string(a.join("b.md")).unwrap(), "first\n");
 }
 
+/// Hidden memories and those under `node_modules` (a tool can write them; list and search
+/// skip them) travel in an archive too; an import that fails part way leaves nothing, so
+/// it can be retried.
+#[test]
+fn an_archive_holds_hidden_memories_and_a_failed_import_leaves_nothing() {
+    let sb = Sandbox::new();
+    let a = sb.store();
+    std::fs::create_dir_all(a.join(".private")).unwrap();
+    std::fs::create_dir_all(a.join("node_modules")).unwrap();
+    std::fs::create_dir_all(a.join("notes")).unwrap();
+    std::fs::write(a.join(".private/plan.md"), "hidden plan\n").unwrap();
+    std::fs::write(a.join("node_modules/x.md"), "nm\n").unwrap();
+    std::fs::write(a.join("notes/n.md"), "a note\n").unwrap();
+    std::fs::write(a.join("top.md"), "visible\n").unwrap();
+    let (ok, archive, err) = memdir_at(&a, &["export"], b"");
+    assert!(ok && err.contains("exported 4 memories"), "{err}");
+
+    // A link out of the store where a folder of the archive goes: the import fails at
+    // that file, and what it wrote before is removed.
+    let b = sb.tmp.path().join("restored");
+    let outside = sb.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, b.join("notes")).unwrap();
+    let (ok, _, err) = memdir_at(&b, &["import"], &archive);
+    assert!(!ok && err.contains("nothing was imported"), "{err}");
+    for rel in [".private/plan.md", "node_modules/x.md", "top.md"] {
+        assert!(!b.join(rel).exists(), "{rel} was left behind");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // Without the link, the same archive imports, hidden memories included.
+    std::fs::remove_file(b.join("notes")).unwrap();
+    let (ok, _, err) = memdir_at(&b, &["import"], &archive);
+    assert!(ok, "{err}");
+    for rel in [
+        ".private/plan.md",
+        "node_modules/x.md",
+        "notes/n.md",
+        "top.md",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(rel)).unwrap(),
+            std::fs::read(b.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+    // And a store whose only memory is hidden is not empty.
+    let c = sb.tmp.path().join("hidden-only");
+    std::fs::create_dir_all(c.join(".h")).unwrap();
+    std::fs::write(c.join(".h/m.md"), "mine\n").unwrap();
+    let (ok, _, err) = memdir_at(&c, &["import"], &archive);
+    assert!(!ok && err.contains("already has memories"), "{err}");
+}
+
 #[test]
 fn a_hostile_or_damaged_archive_imports_nothing() {
     let sb = Sandbox::new();
