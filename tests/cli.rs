@@ -107,6 +107,33 @@ fn history_restore_and_redact() {
     assert!(!ok && err.contains("no store named"), "{err}");
 }
 
+/// The version a live memory holds now is not redacted from the history alone: the file
+/// still holds it, and the next read would record it again as an outside change.
+#[test]
+fn redacting_what_a_memory_holds_now_asks_to_change_it_first() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("a.md"), "password hunter2\n").unwrap();
+    let (ok, _, err) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok, "{err}");
+    let log = || std::fs::read_to_string(sb.store().join(".memdir/history/log.jsonl")).unwrap();
+    let before = log();
+    let (ok, _, err) = memdir(&sb, &["redact", "--version", "1"]);
+    assert!(
+        !ok && err.contains("change or delete that memory first"),
+        "{err}"
+    );
+    assert_eq!(log(), before, "a refused redaction changed the history");
+    // Once the memory holds something else, the version is redacted, and stays so.
+    std::fs::write(sb.store().join("a.md"), "rotated\n").unwrap();
+    let (ok, _, err) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir(&sb, &["redact", "--version", "1"]);
+    assert!(ok && out.contains("redacted version 1"), "{out}{err}");
+    let (ok, _, _) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok);
+    assert!(!log().contains("hunter2"), "{}", log());
+}
+
 #[test]
 fn bad_options_fail_with_a_message() {
     for args in [
