@@ -260,6 +260,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     std::fs::hard_link(sb.outside().join("canary.txt"), st.join("hard.md")).unwrap();
     std::os::unix::fs::symlink(sb.outside().join("canary.txt"), st.join("out.md")).unwrap();
     std::fs::write(st.join("bad\nname.md"), "x").unwrap();
+    std::fs::write(st.join("big.md"), "x".repeat(200_000)).unwrap();
     std::fs::create_dir_all(st.join(".memdir/tmp")).unwrap();
     std::fs::write(st.join(".memdir/tmp/.memdir-tmp-1-1"), "half a write").unwrap();
     let log = st.join(".memdir/history/log.jsonl");
@@ -274,7 +275,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
         "{out}{err}"
     );
     for part in [
-        "5 problem(s)",
+        "6 problem(s)",
         "symlinks leading out of the store",
         "/memories/out.md",
         "more than one hard link",
@@ -283,6 +284,8 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
         "/memories/pipe.md",
         "names no path can spell",
         "/memories/bad\\nname.md",
+        "over the size limit",
+        "/memories/big.md",
         "are not records (lines 3)",
         "note: removed 1 temp file(s)",
         "changed or created outside memdir",
@@ -295,7 +298,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     assert!(!ok);
     let report: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(report["ok"], false);
-    assert_eq!(report["problems"].as_array().unwrap().len(), 5, "{report}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 6, "{report}");
     // The canary behind the hard link is untouched.
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("canary.txt")).unwrap(),
