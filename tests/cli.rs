@@ -158,6 +158,27 @@ fn bad_options_fail_with_a_message() {
         assert!(out.stdout.is_empty(), "nothing on stdout: {args:?}");
         assert!(!out.stderr.is_empty(), "{args:?}");
     }
+    // A subcommand's own option given before its name: the message says where it goes,
+    // and one the subcommand does not take is the server's.
+    for (args, says) in [
+        (
+            vec!["--index-dir", "/tmp/i", "check"],
+            "`memdir check` takes --index-dir after its name",
+        ),
+        (
+            vec!["--tools", "all", "list"],
+            "--tools is an option of the server, not of `memdir list`",
+        ),
+    ] {
+        let out = Command::new(common::BIN)
+            .args(&args)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+    }
 }
 
 /// Regression: `--store 'team=postgresq://memdir:SECRET@/memdir' list` printed the whole
