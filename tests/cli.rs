@@ -105,6 +105,27 @@ fn history_restore_and_redact() {
     assert!(ok && out.contains("redacted version 2"), "{out}");
     let (ok, _, err) = memdir(&sb, &["redact", "--version", "2", "nosuch"]);
     assert!(!ok && err.contains("no store named"), "{err}");
+    // Restoring what the memory holds already changes nothing, and says so.
+    let (ok, out, err) = memdir(&sb, &["restore", "a.md", "--version", "1"]);
+    assert!(
+        ok && out.contains("already holds version 1's content: nothing changed"),
+        "{out}{err}"
+    );
+    // A rename shows where it came from, as --json does.
+    rt.block_on(async {
+        let s = sb.serve().await;
+        s.ok(
+            "memory_edit",
+            serde_json::json!({"path": "a.md", "new_path": "b.md"}),
+        )
+        .await;
+        s.stop().await;
+    });
+    let (ok, out, _) = memdir(&sb, &["history", "b.md"]);
+    assert!(
+        ok && out.contains("renamed   /memories/b.md from /memories/a.md"),
+        "{out}"
+    );
 }
 
 /// The version a live memory holds now is not redacted from the history alone: the file
@@ -177,7 +198,10 @@ fn bad_options_fail_with_a_message() {
             .output()
             .unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success() && err.contains(says), "{args:?}: {err}");
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
     }
 }
 
