@@ -359,10 +359,10 @@ fn history(
                 })
             );
         } else {
-            let what = if v.redacted {
-                "[redacted]".to_owned()
-            } else {
-                v.path
+            let what = match (&v.from, v.redacted) {
+                (_, true) => "[redacted]".to_owned(),
+                (Some(from), false) => format!("{} from {from}", v.path),
+                (None, false) => v.path,
             };
             println!(
                 "v{:<6} {}  {:<9} {}  by {}  {} bytes{}",
@@ -428,11 +428,16 @@ fn restore(
             })
         );
     } else {
-        println!(
-            "restored version {version} at {} (now version {})",
-            r.path,
-            r.version.map_or("unchanged".into(), |v| v.to_string())
-        );
+        match r.version {
+            Some(now) => println!(
+                "restored version {version} at {} (now version {now})",
+                r.path
+            ),
+            None => println!(
+                "{} already holds version {version}'s content: nothing changed",
+                r.path
+            ),
+        }
     }
     Ok(())
 }

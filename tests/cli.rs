@@ -105,6 +105,54 @@ fn history_restore_and_redact() {
     assert!(ok && out.contains("redacted version 2"), "{out}");
     let (ok, _, err) = memdir(&sb, &["redact", "--version", "2", "nosuch"]);
     assert!(!ok && err.contains("no store named"), "{err}");
+    // Restoring what the memory holds already changes nothing, and says so.
+    let (ok, out, err) = memdir(&sb, &["restore", "a.md", "--version", "1"]);
+    assert!(
+        ok && out.contains("already holds version 1's content: nothing changed"),
+        "{out}{err}"
+    );
+    // A rename shows where it came from, as --json does.
+    rt.block_on(async {
+        let s = sb.serve().await;
+        s.ok(
+            "memory_edit",
+            serde_json::json!({"path": "a.md", "new_path": "b.md"}),
+        )
+        .await;
+        s.stop().await;
+    });
+    let (ok, out, _) = memdir(&sb, &["history", "b.md"]);
+    assert!(
+        ok && out.contains("renamed   /memories/b.md from /memories/a.md"),
+        "{out}"
+    );
+}
+
+/// The version a live memory holds now is not redacted from the history alone: the file
+/// still holds it, and the next read would record it again as an outside change.
+#[test]
+fn redacting_what_a_memory_holds_now_asks_to_change_it_first() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("a.md"), "password hunter2\n").unwrap();
+    let (ok, _, err) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok, "{err}");
+    let log = || std::fs::read_to_string(sb.store().join(".memdir/history/log.jsonl")).unwrap();
+    let before = log();
+    let (ok, _, err) = memdir(&sb, &["redact", "--version", "1"]);
+    assert!(
+        !ok && err.contains("change or delete that memory first"),
+        "{err}"
+    );
+    assert_eq!(log(), before, "a refused redaction changed the history");
+    // Once the memory holds something else, the version is redacted, and stays so.
+    std::fs::write(sb.store().join("a.md"), "rotated\n").unwrap();
+    let (ok, _, err) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir(&sb, &["redact", "--version", "1"]);
+    assert!(ok && out.contains("redacted version 1"), "{out}{err}");
+    let (ok, _, _) = memdir(&sb, &["history", "a.md"]);
+    assert!(ok);
+    assert!(!log().contains("hunter2"), "{}", log());
 }
 
 #[test]
@@ -130,6 +178,30 @@ fn bad_options_fail_with_a_message() {
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stdout.is_empty(), "nothing on stdout: {args:?}");
         assert!(!out.stderr.is_empty(), "{args:?}");
+    }
+    // A subcommand's own option given before its name: the message says where it goes,
+    // and one the subcommand does not take is the server's.
+    for (args, says) in [
+        (
+            vec!["--index-dir", "/tmp/i", "check"],
+            "`memdir check` takes --index-dir after its name",
+        ),
+        (
+            vec!["--tools", "all", "list"],
+            "--tools is an option of the server, not of `memdir list`",
+        ),
+    ] {
+        let out = Command::new(common::BIN)
+            .args(&args)
+            .env_clear()
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{args:?}: {err}"
+        );
     }
 }
 
@@ -233,6 +305,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     std::fs::hard_link(sb.outside().join("canary.txt"), st.join("hard.md")).unwrap();
     std::os::unix::fs::symlink(sb.outside().join("canary.txt"), st.join("out.md")).unwrap();
     std::fs::write(st.join("bad\nname.md"), "x").unwrap();
+    std::fs::write(st.join("big.md"), "x".repeat(200_000)).unwrap();
     std::fs::create_dir_all(st.join(".memdir/tmp")).unwrap();
     std::fs::write(st.join(".memdir/tmp/.memdir-tmp-1-1"), "half a write").unwrap();
     let log = st.join(".memdir/history/log.jsonl");
@@ -247,7 +320,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
         "{out}{err}"
     );
     for part in [
-        "5 problem(s)",
+        "6 problem(s)",
         "symlinks leading out of the store",
         "/memories/out.md",
         "more than one hard link",
@@ -256,6 +329,8 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
         "/memories/pipe.md",
         "names no path can spell",
         "/memories/bad\\nname.md",
+        "over the size limit",
+        "/memories/big.md",
         "are not records (lines 3)",
         "note: removed 1 temp file(s)",
         "changed or created outside memdir",
@@ -268,7 +343,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     assert!(!ok);
     let report: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
     assert_eq!(report["ok"], false);
-    assert_eq!(report["problems"].as_array().unwrap().len(), 5, "{report}");
+    assert_eq!(report["problems"].as_array().unwrap().len(), 6, "{report}");
     // The canary behind the hard link is untouched.
     assert_eq!(
         std::fs::read_to_string(sb.outside().join("canary.txt")).unwrap(),
@@ -346,6 +421,60 @@ fn export_and_import_move_a_store_with_its_history() {
     let (ok, _, err) = memdir_at(&a, &["import"], &archive);
     assert!(!ok && err.contains("already has memories"), "{err}");
     assert_eq!(std::fs::read_to_string(a.join("b.md")).unwrap(), "first\n");
+}
+
+/// Hidden memories and those under `node_modules` (a tool can write them; list and search
+/// skip them) travel in an archive too; an import that fails part way leaves nothing, so
+/// it can be retried.
+#[test]
+fn an_archive_holds_hidden_memories_and_a_failed_import_leaves_nothing() {
+    let sb = Sandbox::new();
+    let a = sb.store();
+    std::fs::create_dir_all(a.join(".private")).unwrap();
+    std::fs::create_dir_all(a.join("node_modules")).unwrap();
+    std::fs::create_dir_all(a.join("notes")).unwrap();
+    std::fs::write(a.join(".private/plan.md"), "hidden plan\n").unwrap();
+    std::fs::write(a.join("node_modules/x.md"), "nm\n").unwrap();
+    std::fs::write(a.join("notes/n.md"), "a note\n").unwrap();
+    std::fs::write(a.join("top.md"), "visible\n").unwrap();
+    let (ok, archive, err) = memdir_at(&a, &["export"], b"");
+    assert!(ok && err.contains("exported 4 memories"), "{err}");
+
+    // A link out of the store where a folder of the archive goes: the import fails at
+    // that file, and what it wrote before is removed.
+    let b = sb.tmp.path().join("restored");
+    let outside = sb.tmp.path().join("elsewhere");
+    std::fs::create_dir_all(&b).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, b.join("notes")).unwrap();
+    let (ok, _, err) = memdir_at(&b, &["import"], &archive);
+    assert!(!ok && err.contains("nothing was imported"), "{err}");
+    for rel in [".private/plan.md", "node_modules/x.md", "top.md"] {
+        assert!(!b.join(rel).exists(), "{rel} was left behind");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // Without the link, the same archive imports, hidden memories included.
+    std::fs::remove_file(b.join("notes")).unwrap();
+    let (ok, _, err) = memdir_at(&b, &["import"], &archive);
+    assert!(ok, "{err}");
+    for rel in [
+        ".private/plan.md",
+        "node_modules/x.md",
+        "notes/n.md",
+        "top.md",
+    ] {
+        assert_eq!(
+            std::fs::read(a.join(rel)).unwrap(),
+            std::fs::read(b.join(rel)).unwrap(),
+            "{rel}"
+        );
+    }
+    // And a store whose only memory is hidden is not empty.
+    let c = sb.tmp.path().join("hidden-only");
+    std::fs::create_dir_all(c.join(".h")).unwrap();
+    std::fs::write(c.join(".h/m.md"), "mine\n").unwrap();
+    let (ok, _, err) = memdir_at(&c, &["import"], &archive);
+    assert!(!ok && err.contains("already has memories"), "{err}");
 }
 
 #[test]

@@ -57,10 +57,19 @@ impl Cli {
             if name == "serve" {
                 return Cli::serve_options_before_serve(argv);
             }
-            fail(format!(
-                "--{} is an option of the server, not of `memdir {name}` (see `memdir {name} --help`)",
-                arg.get_long().unwrap_or_default()
-            ));
+            let long = arg.get_long().unwrap_or_default();
+            let takes_it = Cli::command()
+                .find_subcommand(name)
+                .is_some_and(|sub| sub.get_arguments().any(|a| a.get_long() == Some(long)));
+            fail(if takes_it {
+                format!(
+                    "`memdir {name}` takes --{long} after its name: `memdir {name} --{long} ...` (before a subcommand, it is the server's)"
+                )
+            } else {
+                format!(
+                    "--{long} is an option of the server, not of `memdir {name}` (see `memdir {name} --help`)"
+                )
+            });
         }
         let top = std::mem::take(&mut cli.serve.stores);
         match cli.command.as_mut().and_then(Command::stores_mut) {

@@ -11,17 +11,32 @@ use super::Memdir;
 use crate::error::{Error, Result};
 use crate::history::{self, Record, archive};
 use crate::path::MemPath;
-use crate::store::{EntryKind, WriteMode};
+use crate::store::{EntryKind, STATE_DIR, WalkEntry, WriteMode};
 
 pub use crate::history::archive::ArchiveSummary;
 
-/// Writes a store (the first if `None`): its visible memories and its whole history.
+/// Every entry of the store at `root` that could be a memory: hidden names and
+/// `node_modules` included (a tool can write them, and list and search only skip them),
+/// memdir's own state folder not.
+fn memory_entries(s: &crate::store::Store, root: &MemPath) -> Result<Vec<WalkEntry>> {
+    let mut entries = s.walk_everything(root)?;
+    entries.retain(|e| {
+        e.path
+            .segments
+            .first()
+            .is_none_or(|first| first.as_str() != STATE_DIR)
+    });
+    Ok(entries)
+}
+
+/// Writes a store (the first if `None`): all its memories, hidden ones included, and its
+/// whole history.
 pub fn export(md: &Memdir, store: Option<&str>, out: &mut dyn Write) -> Result<ArchiveSummary> {
     let root = md.store_root(store)?;
     let s = md.store(&root);
     let mut summary = ArchiveSummary::default();
     let mut files = Vec::new();
-    let mut entries = s.walk(&root, None)?;
+    let mut entries = memory_entries(s, &root)?;
     entries.sort_by(|a, b| a.path.segments.cmp(&b.path.segments));
     for e in entries.into_iter().filter(|e| e.kind == EntryKind::File) {
         match md.current(&e.path) {
@@ -89,7 +104,7 @@ fn fill(
 ) -> Result<()> {
     let s = md.store(root);
     let lock = s.lock()?;
-    if s.walk(root, None)?
+    if memory_entries(s, root)?
         .iter()
         .any(|e| e.kind == EntryKind::File)
     {
@@ -112,11 +127,25 @@ fn fill(
         }
         history::check_import(records)?;
     }
+    // The store held no memory: a failure part way (a link out of the store where a
+    // file goes, a full disk) removes what this import wrote, so it can be retried.
+    let mut written: Vec<&MemPath> = Vec::new();
+    let undo = |written: &[&MemPath], e: Error| {
+        for p in written {
+            let _ = s.remove_file(p);
+        }
+        Error::InvalidArgument(format!("{e}; nothing was imported"))
+    };
     for (p, content) in files {
-        s.write(p, content.as_bytes(), WriteMode::CreateNew)?;
+        if let Err(e) = s.write(p, content.as_bytes(), WriteMode::CreateNew) {
+            return Err(undo(&written, e));
+        }
+        written.push(p);
     }
-    if !records.is_empty() {
-        history::import_records(s, &lock, records)?;
+    if !records.is_empty()
+        && let Err(e) = history::import_records(s, &lock, records)
+    {
+        return Err(undo(&written, e));
     }
     drop(lock);
     Ok(())

@@ -85,6 +85,10 @@ fn check_files(md: &Memdir, i: usize, c: &mut StoreCheck) -> HashMap<String, Str
             EntryKind::File | EntryKind::Symlink => match md.current(&e.path) {
                 Ok(Some(cur)) => {
                     c.files += 1;
+                    // Readable (its head is shown), but no tool can write it back whole.
+                    if cur.text.len() as u64 > md.settings.max_file_bytes {
+                        note("too large");
+                    }
                     current.insert(e.path.rel(), cur.sha256);
                 }
                 Ok(None) | Err(Error::IsFolder { .. }) => {}

@@ -3,7 +3,7 @@
 //! notices), redaction, start-up retention, and reading kept content.
 
 use super::{Level, Memdir};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::history::{self, EXTERNAL, Op, Record, Recorder};
 
 use crate::path::MemPath;
@@ -100,6 +100,28 @@ impl Memdir {
 pub fn redact(md: &Memdir, store_name: Option<&str>, version: u64) -> Result<Record> {
     let root = md.store_root(store_name)?;
     let rec = md.recorder(&root)?;
+    // The content a live memory holds now cannot be erased from the history alone: the
+    // file still holds it, and the next read would record it again as a change made
+    // outside memdir.
+    let records = history::records(md.store(&root))?;
+    if let Some(r) = records.iter().find(|r| r.version == version && !r.redacted)
+        && r.op != Op::Deleted
+        && records
+            .iter()
+            .rev()
+            .find(|later| later.path == r.path)
+            .is_some_and(|latest| latest.version == r.version)
+        && md
+            .current(&root.with_rel(&r.path))
+            .ok()
+            .flatten()
+            .is_some_and(|cur| cur.sha256 == r.sha256)
+    {
+        return Err(Error::InvalidArgument(format!(
+            "version {version} is what /{}/{} holds now: change or delete that memory first (its content stays on disk otherwise, and would be recorded again), then redact this version",
+            root.store_name, r.path
+        )));
+    }
     let redacted = history::redact(md.store(&root), version)?;
     rec.finish()?;
     Ok(redacted)
