@@ -9,6 +9,30 @@
 // The one module that prints results to stdout (clippy.toml).
 #![allow(clippy::print_stdout)]
 
+/// `println!` for the subcommands: [`print_line`].
+macro_rules! println {
+    () => {
+        $crate::cli::print_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::print_line(format_args!($($arg)*))
+    };
+}
+
+/// One line on stdout for a subcommand. When the reader has gone (`memdir list | head
+/// -1`), stops quietly with the status a shell gives a process ended by SIGPIPE, rather
+/// than panic as `println!` does (std ignores SIGPIPE, so the write fails instead).
+#[allow(clippy::disallowed_methods, reason = "the subcommands' output")]
+pub(crate) fn print_line(line: std::fmt::Arguments) {
+    use std::io::Write as _;
+    if let Err(e) = writeln!(std::io::stdout().lock(), "{line}") {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(141);
+        }
+        panic!("failed printing to stdout: {e}");
+    }
+}
+
 mod args;
 mod console;
 mod meaning;

@@ -155,6 +155,36 @@ fn redacting_what_a_memory_holds_now_asks_to_change_it_first() {
     assert!(!log().contains("hunter2"), "{}", log());
 }
 
+/// A reader that stops early (`memdir list | head -1`) ends the listing quietly: no
+/// panic, the status a shell gives a process ended by SIGPIPE.
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    use std::io::{BufRead, BufReader};
+    let sb = Sandbox::new();
+    for i in 0..5_000 {
+        std::fs::write(sb.store().join(format!("m{i:04}.md")), "x\n").unwrap();
+    }
+    let mut child = Command::new(common::BIN)
+        .args(["--root", sb.store().to_str().unwrap(), "list"])
+        .env_clear()
+        .env("HOME", sb.tmp.path())
+        .env("XDG_CACHE_HOME", sb.tmp.path().join("cache"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("m0000.md"), "{first}");
+    // The reader is gone (its end of the pipe dropped with the reader above).
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(141), "{err}");
+}
+
 #[test]
 fn bad_options_fail_with_a_message() {
     for args in [

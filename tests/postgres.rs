@@ -608,6 +608,29 @@ async fn a_write_in_one_process_is_found_by_the_next_search_in_another() {
         .await;
     let r = b.ok("memory_search", json!({"query": "numbat"})).await;
     assert_eq!(r["total_hits"], 0, "a deletion is seen: {r}");
+    // Hidden names and node_modules are not searched, as in a folder store: not when
+    // another process writes them, nor when a folder moves to a hidden name.
+    for path in [
+        "node_modules/pkg/readme.md",
+        "notes/.secret/plan.md",
+        "seen/echidna.md",
+    ] {
+        a.ok(
+            "memory_write",
+            json!({"path": path, "content": "The echidna lays eggs.\n"}),
+        )
+        .await;
+    }
+    let r = b.ok("memory_search", json!({"query": "echidna"})).await;
+    assert_eq!(r["total_hits"], 1, "{r}");
+    assert_eq!(r["hits"][0]["path"], "/memories/seen/echidna.md", "{r}");
+    a.ok(
+        "memory_edit",
+        json!({"path": "/memories/seen/", "new_path": "/memories/.hidden"}),
+    )
+    .await;
+    let r = b.ok("memory_search", json!({"query": "echidna"})).await;
+    assert_eq!(r["total_hits"], 0, "{r}");
     a.stop().await;
     b.stop().await;
 }

@@ -801,7 +801,13 @@ impl PgStore {
             Ok(rows) if rows.len() as i64 <= DRAIN_BUDGET => {
                 for row in rows {
                     watcher.last = Some(last.max(row.get(0)).max(watcher.last.unwrap_or(0)));
-                    let p = root.with_rel(&row.get::<_, String>(1));
+                    let rel: String = row.get(1);
+                    // As a folder's watcher does: hidden names and `node_modules` are not
+                    // listed or searched, so their changes are not the index's.
+                    if !rel.split('/').all(visible_name) {
+                        continue;
+                    }
+                    let p = root.with_rel(&rel);
                     if !changes.paths.contains(&p) {
                         changes.paths.push(p);
                     }
