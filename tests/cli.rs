@@ -241,6 +241,32 @@ fn bad_options_fail_with_a_message() {
 #[test]
 fn a_refused_store_url_never_prints_its_password() {
     const SECRET: &str = "SECRETpw";
+    // A URL with its `//` missing is refused, not taken for a folder named after it.
+    for url in [
+        format!("postgresql:/memdir:{SECRET}@127.0.0.1/memdir"),
+        format!("Postgres:memdir:{SECRET}@db.example/memdir"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(common::BIN)
+            .args(["--store", &format!("team={url}"), "list"])
+            .current_dir(dir.path())
+            .env_clear()
+            .env("HOME", dir.path())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{url}: {err}");
+        assert!(
+            err.contains("without its `//`") && err.contains("team"),
+            "{err}"
+        );
+        assert!(!err.contains(SECRET), "{err}");
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            0,
+            "a folder was made"
+        );
+    }
     let urls = [
         format!("postgresq://memdir:{SECRET}@/memdir"),
         format!("postgresql+asyncpg://memdir:{SECRET}@db.example:5432/memdir"),

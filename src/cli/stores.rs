@@ -174,6 +174,18 @@ fn store_spec(spec: &str, env: &Env, source: Source) -> anyhow::Result<Chosen> {
         Some(scheme) => bail!(
             "{source} {shown:?}: `{scheme}://` is not a kind of store memdir knows; give a folder, or a PostgreSQL URL (postgresql://USER@HOST:PORT/DATABASE)"
         ),
+        // `postgresql:/…` or `postgres:…`: a URL with its `//` missing, which would
+        // become a local folder (and its password part of a folder's name, in the log).
+        // Shown without the rest, which may hold the password.
+        None if ["postgresql:", "postgres:"]
+            .iter()
+            .any(|p| dir.to_ascii_lowercase().starts_with(p)) =>
+        {
+            bail!(
+                "{source}: store `{name}` is given as `{}…`, a PostgreSQL URL without its `//`; write postgresql://USER@HOST:PORT/DATABASE",
+                &dir[..dir.find(':').unwrap_or(0) + 1]
+            )
+        }
         None => Location::Folder(expand(dir, env.home.as_deref(), source)?),
     };
     Ok(Chosen {
