@@ -163,6 +163,12 @@ pub enum Error {
         "the database of store `/{store}` did not complete the call: {reason}; nothing was changed"
     )]
     Database { store: String, reason: String },
+    /// The database was asked to commit a change and no answer came (it stopped
+    /// answering, or the connection broke): the change may or may not be stored.
+    #[error(
+        "the database of store `/{store}` did not confirm the change: {reason}; it may or may not have been stored: read the memory (or its history) before you retry"
+    )]
+    Unconfirmed { store: String, reason: String },
     /// An operating-system error. The message is the OS's, which names no path.
     #[error("could not access `{path}`: {source}")]
     Io {

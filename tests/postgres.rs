@@ -1247,6 +1247,7 @@ fn assert_clear(what: &str, text: &str) {
 async fn bad_or_unreachable_urls_fail_clearly_in_time_and_never_print_a_password() {
     let pg = PgServer::start();
     let closed = pg::free_port();
+    let silent = silent_listener();
     let home = tempfile::tempdir().unwrap();
     let pgpass = home.path().join(".pgpass");
     std::fs::write(&pgpass, "*:*:*:*:s3cretFilePW\n").unwrap();
@@ -1274,6 +1275,10 @@ async fn bad_or_unreachable_urls_fail_clearly_in_time_and_never_print_a_password
         (
             "malformed URL",
             "postgresql://postgres:s3cretPW@[::1/memdir".to_owned(),
+        ),
+        (
+            "a server that accepts and never answers",
+            format!("postgresql://postgres:s3cretPW@127.0.0.1:{silent}/memdir"),
         ),
     ];
     for (label, url) in &cases {
@@ -1330,6 +1335,191 @@ async fn bad_or_unreachable_urls_fail_clearly_in_time_and_never_print_a_password
             left.is_empty(),
             "{label}: memdir made {left:?} in its working folder"
         );
+    }
+}
+
+/// The port of a listener that accepts every connection and never sends a byte (the
+/// connections are kept open for the rest of the test process).
+fn silent_listener() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    port
+}
+
+/// A TCP relay to a PostgreSQL socket that can stop passing bytes, both ways, while every
+/// connection stays open: what memdir sees of a database whose host froze.
+struct Relay {
+    port: u16,
+    frozen: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    /// When set, the relay freezes as it passes a chunk from memdir holding these bytes
+    /// (holding that chunk back).
+    freeze_at: Arc<Mutex<Option<&'static [u8]>>>,
+}
+
+impl Relay {
+    fn start(socket: PathBuf) -> Relay {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let frozen = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
+        let freeze_at = Arc::new(Mutex::new(None));
+        let (gate, trigger) = (Arc::clone(&frozen), Arc::clone(&freeze_at));
+        std::thread::spawn(move || {
+            for down in listener.incoming().flatten() {
+                let Ok(up) = std::os::unix::net::UnixStream::connect(&socket) else {
+                    continue;
+                };
+                let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+                let (g1, g2) = (Arc::clone(&gate), Arc::clone(&gate));
+                let t1 = Some(Arc::clone(&trigger));
+                std::thread::spawn(move || pump(down, up, g1, t1));
+                std::thread::spawn(move || pump(up2, down2, g2, None));
+            }
+        });
+        Relay {
+            port,
+            frozen,
+            freeze_at,
+        }
+    }
+
+    /// Freezes at the next chunk from memdir that holds `bytes`.
+    fn freeze_at(&self, bytes: &'static [u8]) {
+        *self.freeze_at.lock().unwrap() = Some(bytes);
+    }
+
+    fn set_frozen(&self, frozen: bool) {
+        *self.frozen.0.lock().unwrap() = frozen;
+        self.frozen.1.notify_all();
+    }
+}
+
+/// Copies `from` to `to`, holding each chunk while the gate says frozen; a chunk holding
+/// the bytes `trigger` names closes the gate first.
+fn pump(
+    mut from: impl std::io::Read,
+    mut to: impl std::io::Write,
+    gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
+    trigger: Option<Arc<Mutex<Option<&'static [u8]>>>>,
+) {
+    let mut buf = [0u8; 16 * 1024];
+    while let Ok(n) = from.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        let (lock, thawed) = &*gate;
+        if let Some(trigger) = &trigger {
+            let mut armed = trigger.lock().unwrap();
+            if armed.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t)) {
+                *armed = None;
+                *lock.lock().unwrap() = true;
+            }
+        }
+        drop(thawed.wait_while(lock.lock().unwrap(), |f| *f).unwrap());
+        if to.write_all(&buf[..n]).is_err() {
+            break;
+        }
+    }
+}
+
+/// Regression: a database that stopped answering (its host frozen: the socket stays open,
+/// nothing comes back) hung every call that used it, for ever, and the server start with
+/// it. Each call must now fail within the answer time-out, saying the database did not
+/// answer, and the same server must work again once the database answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_that_stops_answering_fails_calls_in_bounded_time_and_recovers() {
+    let (pg, db) = pg_store("frozen");
+    let relay = Relay::start(pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port())));
+    let url = format!(
+        "postgresql://postgres@127.0.0.1:{}/{db}?sslmode=disable",
+        relay.port
+    );
+    let args = store_args(&format!("memories={url}"));
+    let s = Agent::start(&args, "patient").await;
+    s.ok(
+        "memory_write",
+        json!({"path": "kept.md", "content": "written before the freeze\n"}),
+    )
+    .await;
+    assert_held_by(&pg, &db);
+
+    relay.set_frozen(true);
+    // The answer time-out (40 s) and then some; never unbounded.
+    let limit = Duration::from_secs(90);
+    for (tool, args) in [
+        ("memory_read", json!({"path": "kept.md"})),
+        (
+            "memory_write",
+            json!({"path": "frozen.md", "content": "written while frozen\n"}),
+        ),
+    ] {
+        let started = Instant::now();
+        let out = s
+            .try_call(tool, args, limit)
+            .await
+            .unwrap_or_else(|e| panic!("while the database is frozen: {e}"));
+        assert!(out.is_error, "{tool} succeeded while frozen: {}", out.text);
+        // The read meets the pooled connection, which stops answering; the write then
+        // finds no connection that can be made.
+        let why = if tool == "memory_read" {
+            out.text.contains("did not answer within 40 s")
+        } else {
+            out.text.contains("did not answer") || out.text.contains("cannot reach the database")
+        };
+        assert!(
+            why && out.text.contains("retry"),
+            "{tool}: the error says the database did not answer and what to do: {}",
+            out.text
+        );
+        eprintln!("{tool} failed in {:?}: {}", started.elapsed(), out.text);
+    }
+    // A server starting meanwhile starts, in time, and fails its calls the same way.
+    let late = Agent::start(&args, "late").await;
+    let out = late
+        .try_call("memory_list", json!({}), limit)
+        .await
+        .unwrap_or_else(|e| panic!("a server started while frozen: {e}"));
+    assert!(
+        out.is_error,
+        "memory_list succeeded while frozen: {}",
+        out.text
+    );
+
+    relay.set_frozen(false);
+    let read = s.ok("memory_read", json!({"path": "kept.md"})).await;
+    assert_eq!(read["content"], "written before the freeze\n");
+    let list = late.ok("memory_list", json!({})).await;
+    assert_eq!(list["entries"].as_array().map(Vec::len), Some(1), "{list}");
+
+    // Frozen at the very commit of a change: the server may have stored it, so the
+    // error must not say that nothing was changed.
+    relay.freeze_at(b"COMMIT");
+    let out = s
+        .try_call(
+            "memory_edit",
+            json!({"path": "kept.md", "append_text": "appended as the database froze\n"}),
+            limit,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("frozen at the commit: {e}"));
+    assert!(out.is_error, "the edit succeeded: {}", out.text);
+    assert!(
+        out.text.contains("did not confirm the change")
+            && out.text.contains("may or may not have been stored")
+            && !out.text.contains("nothing was changed"),
+        "the error says the change is unconfirmed: {}",
+        out.text
+    );
+    relay.set_frozen(false);
+    s.ok("memory_read", json!({"path": "kept.md"})).await;
+    for agent in [s, late] {
+        let stderr = agent.stop().await;
+        assert!(!stderr.contains("panicked"), "no panic: {stderr}");
     }
 }
 

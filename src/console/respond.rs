@@ -165,9 +165,10 @@ pub fn library_error(e: &crate::error::Error) -> Page {
         | Error::Occupied { .. }
         | Error::Precondition { .. }
         | Error::PreconditionMissing { .. } => StatusCode::CONFLICT,
-        Error::Io { .. } | Error::Database { .. } | Error::StorageFull { .. } => {
-            StatusCode::INTERNAL_SERVER_ERROR
-        }
+        Error::Io { .. }
+        | Error::Database { .. }
+        | Error::Unconfirmed { .. }
+        | Error::StorageFull { .. } => StatusCode::INTERNAL_SERVER_ERROR,
         _ => StatusCode::BAD_REQUEST,
     };
     Page::error(status, &e.to_string())

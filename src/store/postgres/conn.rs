@@ -1,6 +1,6 @@
 //! Connections to the database: the URL (and where its password may come from), the pool,
-//! prepared statements kept per connection, and errors worded for a person, never with
-//! the password in them.
+//! prepared statements kept per connection, every wait for the database bounded, and
+//! errors worded for a person, never with the password in them.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -8,13 +8,19 @@ use std::str::FromStr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use postgres::types::ToSql;
-use postgres::{Client, Row, Statement};
+use tokio_postgres::error::{DbError, SqlState};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Row, Statement};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// How long a call waits for a connection (the database down or unreachable) before it
 /// fails with an error.
 pub const CONNECT_WAIT: Duration = Duration::from_secs(5);
+/// How long one statement waits for the database to answer before its connection is
+/// given up: 10 s past the statement and lock time-outs the server enforces (`SESSION`),
+/// so only a database that stopped answering (its host frozen, a peer that accepts and
+/// never replies) meets it. Neither of those closes the socket, so nothing else would.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(40);
 /// Connections one process keeps to one database at most.
 pub const POOL_SIZE: u32 = 8;
 /// Set on every connection: no statement or lock wait runs longer.
@@ -34,7 +40,7 @@ pub struct Pool {
 impl Pool {
     /// Connects once, outside the pool, to tell why a connection fails: the database
     /// refusing (authentication, no such database) or not being reached.
-    pub fn connect_now(&self) -> Result<Conn, postgres::Error> {
+    pub fn connect_now(&self) -> Result<Conn, Failure> {
         r2d2::ManageConnection::connect(&self.probe)
     }
 
@@ -67,12 +73,271 @@ impl Pool {
 #[derive(Debug)]
 struct LastError(Arc<Mutex<Option<String>>>);
 
-impl r2d2::HandleError<postgres::Error> for LastError {
-    fn handle_error(&self, error: postgres::Error) {
+impl r2d2::HandleError<Failure> for LastError {
+    fn handle_error(&self, error: Failure) {
         *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(chain(&error));
     }
 }
 pub type Pooled = r2d2::PooledConnection<Manager>;
+
+/// What went wrong on a connection.
+#[derive(Debug)]
+pub enum Failure {
+    /// What the client library or the server reported.
+    Pg(tokio_postgres::Error),
+    /// The database did not answer within this long; the connection is given up.
+    NoAnswer(Duration),
+    /// The connection was given up earlier (no answer in time); the statement never ran.
+    GivenUp,
+    /// This process could not set up the connection's runtime.
+    Local(std::io::Error),
+}
+
+impl From<tokio_postgres::Error> for Failure {
+    fn from(e: tokio_postgres::Error) -> Failure {
+        Failure::Pg(e)
+    }
+}
+
+impl Failure {
+    /// What the server said, when it said something.
+    pub fn as_db_error(&self) -> Option<&DbError> {
+        match self {
+            Failure::Pg(e) => e.as_db_error(),
+            _ => None,
+        }
+    }
+
+    pub fn code(&self) -> Option<&SqlState> {
+        match self {
+            Failure::Pg(e) => e.code(),
+            _ => None,
+        }
+    }
+
+    /// The statement was sent and no answer says what became of it: the server may
+    /// have run it (a commit may have been stored).
+    pub fn may_have_run(&self) -> bool {
+        match self {
+            Failure::NoAnswer(_) => true,
+            Failure::Pg(e) => e.as_db_error().is_none(),
+            Failure::GivenUp | Failure::Local(_) => false,
+        }
+    }
+
+    /// The connection is closed and the statement never ran on it, so another connection
+    /// may run it. Not so after no answer: the statement may have run.
+    pub fn is_closed(&self) -> bool {
+        match self {
+            Failure::Pg(e) => e.is_closed(),
+            Failure::GivenUp => true,
+            Failure::NoAnswer(_) | Failure::Local(_) => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::Pg(e) => e.fmt(f),
+            Failure::NoAnswer(wait) => {
+                write!(f, "the database did not answer within {} s", wait.as_secs())
+            }
+            Failure::GivenUp => {
+                f.write_str("the connection was given up: the database did not answer")
+            }
+            Failure::Local(e) => write!(f, "could not set up a connection: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Failure {}
+
+/// One connection to the database: the async client and a small runtime of its own that
+/// carries the connection's messages while a call waits on it (as the synchronous
+/// `postgres` client does), with every wait bounded: a database that stops answering
+/// fails the call after [`ANSWER_WAIT`] and the connection is given up, where a plain
+/// synchronous client would wait for ever.
+pub struct Client {
+    runtime: tokio::runtime::Runtime,
+    /// `None` only while dropping.
+    client: Option<tokio_postgres::Client>,
+    /// The task that carries the connection's messages; it ends once the client is gone.
+    connection: Option<tokio::task::JoinHandle<()>>,
+    /// No answer came in time once: every further call fails at once.
+    given_up: bool,
+}
+
+/// Runs `call` on `runtime`, waiting at most `wait`; marks the connection given up when
+/// no answer came.
+fn bounded<T>(
+    runtime: &tokio::runtime::Runtime,
+    given_up: &mut bool,
+    wait: Duration,
+    call: impl Future<Output = Result<T, tokio_postgres::Error>>,
+) -> Result<T, Failure> {
+    if *given_up {
+        return Err(Failure::GivenUp);
+    }
+    // The timer is made inside the runtime: it needs the runtime's clock.
+    match runtime.block_on(async { tokio::time::timeout(wait, call).await }) {
+        Ok(answer) => answer.map_err(Failure::Pg),
+        Err(_) => {
+            *given_up = true;
+            Err(Failure::NoAnswer(wait))
+        }
+    }
+}
+
+impl Client {
+    /// Connects, the whole start-up exchange (TLS, authentication) included within
+    /// [`CONNECT_WAIT`]: the library bounds only the socket's connect.
+    fn connect(config: &tokio_postgres::Config, tls: MakeRustlsConnect) -> Result<Client, Failure> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(Failure::Local)?;
+        let connected = runtime
+            .block_on(async { tokio::time::timeout(CONNECT_WAIT, config.connect(tls)).await });
+        let (client, connection) = connected.map_err(|_| Failure::NoAnswer(CONNECT_WAIT))??;
+        let connection = runtime.spawn(async move {
+            // Its end (the server gone, or the client dropped) shows as a closed client.
+            let _ = connection.await;
+        });
+        Ok(Client {
+            runtime,
+            client: Some(client),
+            connection: Some(connection),
+            given_up: false,
+        })
+    }
+
+    fn inner(&self) -> &tokio_postgres::Client {
+        self.client
+            .as_ref()
+            .expect("the client is there until dropped")
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.given_up || self.inner().is_closed()
+    }
+
+    pub fn batch_execute(&mut self, sql: &str) -> Result<(), Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.batch_execute(sql),
+        )
+    }
+
+    /// Whether the server answers an empty query within `wait`.
+    fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            wait,
+            client.simple_query(""),
+        )
+        .map(drop)
+    }
+
+    fn prepare(&mut self, sql: &str) -> Result<Statement, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.prepare(sql),
+        )
+    }
+
+    fn query(
+        &mut self,
+        s: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Row>, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.query(s, params),
+        )
+    }
+
+    fn query_one(&mut self, s: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.query_one(s, params),
+        )
+    }
+
+    fn query_opt(
+        &mut self,
+        s: &Statement,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<Row>, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.query_opt(s, params),
+        )
+    }
+
+    fn execute(&mut self, s: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Failure> {
+        let client = self
+            .client
+            .as_ref()
+            .expect("the client is there until dropped");
+        bounded(
+            &self.runtime,
+            &mut self.given_up,
+            ANSWER_WAIT,
+            client.execute(s, params),
+        )
+    }
+}
+
+impl Drop for Client {
+    /// Says goodbye to a server that still answers (dropping the client sends it
+    /// `Terminate`), waiting a moment for that; a given-up connection is just closed.
+    fn drop(&mut self) {
+        drop(self.client.take());
+        if let Some(connection) = self.connection.take()
+            && !self.given_up
+        {
+            let _ = self
+                .runtime
+                .block_on(async { tokio::time::timeout(Duration::from_secs(1), connection).await });
+        }
+    }
+}
 
 /// A connection and the statements it has prepared.
 pub struct Conn {
@@ -84,16 +349,16 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Whether the server still answers on this connection (an empty query); marks it
-    /// lost when not.
+    /// Whether the server still answers on this connection (an empty query, within the
+    /// connect time-out); marks it lost when not.
     pub fn alive(&mut self) -> bool {
-        self.lost = self.lost || self.client.simple_query("").is_err();
+        self.lost = self.lost || self.client.answers(CONNECT_WAIT).is_err();
         !self.lost
     }
 }
 
 impl Conn {
-    fn statement(&mut self, sql: &'static str) -> Result<Statement, postgres::Error> {
+    fn statement(&mut self, sql: &'static str) -> Result<Statement, Failure> {
         if let Some(s) = self.statements.get(sql) {
             return Ok(s.clone());
         }
@@ -106,7 +371,7 @@ impl Conn {
         &mut self,
         sql: &'static str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<Row>, postgres::Error> {
+    ) -> Result<Vec<Row>, Failure> {
         let s = self.statement(sql)?;
         self.client.query(&s, params)
     }
@@ -115,7 +380,7 @@ impl Conn {
         &mut self,
         sql: &'static str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Row, postgres::Error> {
+    ) -> Result<Row, Failure> {
         let s = self.statement(sql)?;
         self.client.query_one(&s, params)
     }
@@ -124,7 +389,7 @@ impl Conn {
         &mut self,
         sql: &'static str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Option<Row>, postgres::Error> {
+    ) -> Result<Option<Row>, Failure> {
         let s = self.statement(sql)?;
         self.client.query_opt(&s, params)
     }
@@ -133,7 +398,7 @@ impl Conn {
         &mut self,
         sql: &'static str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<u64, postgres::Error> {
+    ) -> Result<u64, Failure> {
         let s = self.statement(sql)?;
         self.client.execute(&s, params)
     }
@@ -141,16 +406,16 @@ impl Conn {
 
 /// Makes connections for the pool.
 pub struct Manager {
-    config: postgres::Config,
+    config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
 }
 
 impl r2d2::ManageConnection for Manager {
     type Connection = Conn;
-    type Error = postgres::Error;
+    type Error = Failure;
 
-    fn connect(&self) -> Result<Conn, postgres::Error> {
-        let mut client = self.config.connect(self.tls.clone())?;
+    fn connect(&self) -> Result<Conn, Failure> {
+        let mut client = Client::connect(&self.config, self.tls.clone())?;
         client.batch_execute(SESSION)?;
         Ok(Conn {
             client,
@@ -159,8 +424,8 @@ impl r2d2::ManageConnection for Manager {
         })
     }
 
-    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
-        conn.client.simple_query("").map(|_| ())
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), Failure> {
+        conn.client.answers(CONNECT_WAIT)
     }
 
     fn has_broken(&self, conn: &mut Conn) -> bool {
@@ -193,10 +458,10 @@ pub fn pool(store: &str, url: &str) -> crate::Result<Pool> {
 
 /// The connection settings of `url`, with the password from `PGPASSWORD` or the password
 /// file when the URL has none (as libpq does), and the TLS its `sslmode` asks for.
-fn config(url: &str) -> crate::Result<(postgres::Config, MakeRustlsConnect)> {
+fn config(url: &str) -> crate::Result<(tokio_postgres::Config, MakeRustlsConnect)> {
     let (url_rest, tls) = super::tls::from_url(url)
         .map_err(|e| crate::Error::Open(format!("{}: {e}", redact_url(url))))?;
-    let mut config = postgres::Config::from_str(&url_rest).map_err(|e| {
+    let mut config = tokio_postgres::Config::from_str(&url_rest).map_err(|e| {
         crate::Error::Open(format!(
             "{} is not a PostgreSQL URL memdir can use ({e}); write postgresql://USER@HOST:PORT/DATABASE or postgresql://USER@/DATABASE?host=/socket/folder",
             redact_url(url)
@@ -225,7 +490,7 @@ fn config(url: &str) -> crate::Result<(postgres::Config, MakeRustlsConnect)> {
 /// The password libpq would use for `config`: `PGPASSWORD`, else the first matching line
 /// of the password file (`PGPASSFILE` or `~/.pgpass`, `host:port:database:user:password`,
 /// `*` matching anything).
-fn password_for(config: &postgres::Config) -> Option<String> {
+fn password_for(config: &tokio_postgres::Config) -> Option<String> {
     if let Ok(p) = std::env::var("PGPASSWORD") {
         return Some(p);
     }
@@ -234,7 +499,7 @@ fn password_for(config: &postgres::Config) -> Option<String> {
         .or_else(|| dirs::home_dir().map(|h| h.join(".pgpass")))?;
     let text = read_pgpass(&file)?;
     let host = match config.get_hosts().first() {
-        Some(postgres::config::Host::Tcp(h)) => h.clone(),
+        Some(tokio_postgres::config::Host::Tcp(h)) => h.clone(),
         // libpq matches a socket connection as `localhost`.
         _ => "localhost".to_owned(),
     };
@@ -301,20 +566,28 @@ pub fn redact_url(url: &str) -> String {
 
 /// A database error for a person: what went wrong, and what to do when it is the
 /// connection.
-pub fn describe(e: &postgres::Error) -> String {
+pub fn describe(e: &Failure) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("the database refused: {}", db.message());
     }
-    if e.is_closed() {
-        return "the connection to the database was lost; retry (memdir reconnects by itself)"
-            .to_owned();
+    match e {
+        Failure::NoAnswer(_) | Failure::GivenUp => format!(
+            "{e}; check that it is running and not stopped or overloaded, then retry (memdir reconnects by itself)"
+        ),
+        _ if e.is_closed() => {
+            "the connection to the database was lost; retry (memdir reconnects by itself)"
+                .to_owned()
+        }
+        _ => format!("{e}"),
     }
-    format!("{e}")
 }
 
 /// An error connecting, with its causes (`error connecting to server: Connection
 /// refused`), for a person.
-pub fn chain(error: &postgres::Error) -> String {
+pub fn chain(error: &Failure) -> String {
+    let Failure::Pg(error) = error else {
+        return error.to_string();
+    };
     let mut text = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(s) = source {
@@ -329,8 +602,7 @@ pub fn chain(error: &postgres::Error) -> String {
 
 /// Whether `e` says the connection is gone (closed, or the server shutting down), so the
 /// statement never ran and a new connection may run it.
-pub fn is_lost(e: &postgres::Error) -> bool {
-    use postgres::error::SqlState;
+pub fn is_lost(e: &Failure) -> bool {
     e.is_closed()
         || e.code().is_some_and(|c| {
             [

@@ -171,10 +171,7 @@ impl PgStore {
 
     /// Runs `f` on a connection: this thread's transaction when it holds the store lock,
     /// otherwise one from the pool.
-    fn with<T>(
-        &self,
-        f: impl Fn(&mut Conn) -> std::result::Result<T, postgres::Error>,
-    ) -> Result<T> {
+    fn with<T>(&self, f: impl Fn(&mut Conn) -> std::result::Result<T, conn::Failure>) -> Result<T> {
         let held = self
             .held
             .lock()
@@ -282,7 +279,7 @@ impl PgStore {
                 .map_err(|e| self.unavailable(conn::describe(&e)))?;
         }
         let key = schema::lock_key(&self.name);
-        let taken = (|| -> std::result::Result<bool, postgres::Error> {
+        let taken = (|| -> std::result::Result<bool, conn::Failure> {
             match waiting {
                 Waiting::UntilFree => {
                     conn.execute("SELECT pg_advisory_xact_lock($1)", &[&key])?;
@@ -847,18 +844,25 @@ impl PgLock {
             let mut conn = self.held.conn.lock().unwrap_or_else(|e| e.into_inner());
             if failed {
                 let _ = conn.client.batch_execute("ROLLBACK");
-                Err("a statement of the change failed, so nothing was stored".to_owned())
+                Err(Error::Database {
+                    store: self.name.clone(),
+                    reason: "a statement of the change failed, so nothing was stored".to_owned(),
+                })
             } else {
-                conn.client
-                    .batch_execute("COMMIT")
-                    .map_err(|e| conn::describe(&e))
+                conn.client.batch_execute("COMMIT").map_err(|e| {
+                    let reason = conn::describe(&e);
+                    let store = self.name.clone();
+                    // The server may have committed before the answer was lost.
+                    if e.may_have_run() {
+                        Error::Unconfirmed { store, reason }
+                    } else {
+                        Error::Database { store, reason }
+                    }
+                })
             }
         };
         self.release();
-        outcome.map_err(|reason| Error::Database {
-            store: self.name.clone(),
-            reason,
-        })
+        outcome
     }
 
     /// Rolls the transaction back: nothing of the mutation is kept.

@@ -3,7 +3,7 @@
 //! processes starting together migrate once. A database whose schema is newer than this
 //! binary knows is refused (an older memdir must not write what it does not understand).
 
-use super::conn::Conn;
+use super::conn::{Conn, Failure};
 use crate::{Error, Result};
 
 /// Held while migrating (any value no store's lock key takes in practice).
@@ -54,37 +54,42 @@ pub fn migrate(conn: &mut Conn, read_only: bool) -> Result<()> {
             "the database holds no memdir tables (schema version {found}, this memdir writes {VERSION}); serve the store read-write once to create them"
         )));
     }
-    let client = &mut conn.client;
-    let mut tx = client.transaction().map_err(said)?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])
-        .map_err(said)?;
-    tx.batch_execute("CREATE TABLE IF NOT EXISTS memdir_schema (version integer NOT NULL)")
-        .map_err(said)?;
-    let found: i32 = tx
-        .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])
-        .map_err(said)?
-        .get(0);
-    check_not_newer(found)?;
-    for (n, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
-        tx.batch_execute(sql).map_err(said)?;
-        tx.execute(
-            "INSERT INTO memdir_schema (version) VALUES ($1)",
-            &[&(n as i32 + 1)],
-        )
-        .map_err(said)?;
+    conn.client.batch_execute("BEGIN").map_err(said)?;
+    let migrated = (|| {
+        conn.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATE_KEY])
+            .map_err(said)?;
+        conn.client
+            .batch_execute("CREATE TABLE IF NOT EXISTS memdir_schema (version integer NOT NULL)")
+            .map_err(said)?;
+        let found: i32 = conn
+            .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])
+            .map_err(said)?
+            .get(0);
+        check_not_newer(found)?;
+        for (n, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+            conn.client.batch_execute(sql).map_err(said)?;
+            conn.execute(
+                "INSERT INTO memdir_schema (version) VALUES ($1)",
+                &[&(n as i32 + 1)],
+            )
+            .map_err(said)?;
+        }
+        conn.client.batch_execute("COMMIT").map_err(said)
+    })();
+    if migrated.is_err() {
+        let _ = conn.client.batch_execute("ROLLBACK");
     }
-    tx.commit().map_err(said)
+    migrated
 }
 
 /// What the database said, in the words of the start-up message.
-fn said(e: postgres::Error) -> Error {
+fn said(e: Failure) -> Error {
     Error::Open(e.to_string())
 }
 
 /// The schema version in the database (0 when memdir has never used it).
 fn version(conn: &mut Conn) -> Result<i32> {
     let row = conn
-        .client
         .query_one(
             "SELECT CASE WHEN to_regclass('memdir_schema') IS NULL THEN 0 ELSE 1 END",
             &[],
@@ -94,7 +99,6 @@ fn version(conn: &mut Conn) -> Result<i32> {
         return Ok(0);
     }
     Ok(conn
-        .client
         .query_one("SELECT coalesce(max(version), 0) FROM memdir_schema", &[])
         .map_err(said)?
         .get(0))

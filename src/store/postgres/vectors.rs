@@ -44,7 +44,7 @@ impl PgStore {
         }
         let shas: Vec<String> = shas.iter().map(|s| (*s).to_owned()).collect();
         let rows = self.with(|c| {
-            match c.client.query(
+            match c.query(
                 "SELECT sha256, vector, script FROM memdir_vectors WHERE model = $1 AND sha256 = ANY($2)",
                 &[&model, &shas],
             ) {
@@ -80,7 +80,7 @@ impl PgStore {
         let scripts: Vec<i16> = vectors.iter().map(|v| i16::from(v.2)).collect();
         self.with(|c| {
             let insert = |c: &mut super::Conn| {
-                c.client.execute(
+                c.execute(
                     "INSERT INTO memdir_vectors (model, sha256, vector, script)
                      SELECT $1, s, v, c FROM unnest($2::text[], $3::bytea[], $4::smallint[])
                         AS t(s, v, c)
