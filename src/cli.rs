@@ -293,6 +293,16 @@ fn scope(memdir: &Memdir, raw: &str) -> String {
     }
 }
 
+/// Says on stderr which stores an answer over every store went on without.
+fn warn_unavailable(stores: &[crate::error::Unavailable]) {
+    for u in stores {
+        eprintln!(
+            "memdir: store `{}` could not be read, so its memories are missing here: {}",
+            u.store, u.reason
+        );
+    }
+}
+
 fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
     let mut shown = 0;
@@ -305,6 +315,9 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
             ..Default::default()
         }
         .run(memdir)?;
+        if cursor.is_none() {
+            warn_unavailable(&page.unavailable);
+        }
         for e in &page.entries {
             if json {
                 println!(
@@ -482,6 +495,7 @@ fn search(
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;
+    warn_unavailable(&r.unavailable);
     // Said first, and also before "no memory matches": an empty answer from a store whose
     // vectors were never computed is not a search by meaning.
     if let Some(c) = r.coverage
@@ -771,6 +785,9 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
             ..Default::default()
         }
         .run(memdir)?;
+        if cursor.is_none() {
+            warn_unavailable(&page.unavailable);
+        }
         stale.extend(page.entries);
         match page.next_cursor {
             Some(c) => cursor = Some(c),

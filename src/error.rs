@@ -178,7 +178,31 @@ pub enum Error {
     },
 }
 
+/// A store that an answer over every store leaves out: the database holding it could not
+/// be reached or did not complete the call. The other stores answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unavailable {
+    /// The store's path (`/team`).
+    pub store: String,
+    /// Why, as [`Error::Database`] words it.
+    pub reason: String,
+}
+
 impl Error {
+    /// The store named by a [`Error::Database`] of a store `stores` holds, if that is what
+    /// this is: an answer over every store goes on without it.
+    pub fn unavailable_store(&self, stores: &[&str]) -> Option<Unavailable> {
+        match self {
+            Error::Database { store, reason } if stores.contains(&store.as_str()) => {
+                Some(Unavailable {
+                    store: format!("/{store}"),
+                    reason: reason.clone(),
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// A copy of a [`Error::Database`] (for each of several paths one query failed for);
     /// any other error is carried by its message.
     pub fn clone_database(&self) -> Error {

@@ -846,6 +846,122 @@ async fn a_database_outage_gives_tool_errors_and_the_same_server_recovers() {
     other.stop().await;
 }
 
+/// Regression: with one store's database down, a list or search of every store failed
+/// as a whole, so an agent lost the memories of the stores that were fine too. Those
+/// calls now answer from the other stores and name the store they went without; a call
+/// on that store alone still fails.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_one_database_down_calls_over_every_store_answer_from_the_others() {
+    let (mut pg, db) = pg_store("partial");
+    let folder = tempfile::tempdir().unwrap();
+    let args: Vec<String> = [
+        "--store".to_owned(),
+        format!("notes={}", folder.path().display()),
+        "--store".to_owned(),
+        format!("team={}", pg.url(&db)),
+    ]
+    .into();
+    let s = Agent::start(&args, "partial").await;
+    for (path, content) in [
+        ("/notes/deploy.md", "the deploy runs on Fridays\n"),
+        ("/team/deploy.md", "the team deploy needs two reviews\n"),
+    ] {
+        s.ok("memory_write", json!({"path": path, "content": content}))
+            .await;
+    }
+    let both = s.ok("memory_search", json!({"query": "deploy"})).await;
+    assert_eq!(both["hits"].as_array().unwrap().len(), 2, "{both}");
+    assert!(both.get("unavailable_stores").is_none(), "{both}");
+
+    pg.stop();
+    let list = s.call("memory_list", json!({})).await;
+    assert!(
+        !list.is_error,
+        "the folder store still answers: {}",
+        list.text
+    );
+    let paths: Vec<&str> = list.structured["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["/notes/deploy.md"], "{}", list.structured);
+    let gone = &list.structured["unavailable_stores"];
+    assert_eq!(gone[0]["store"], "/team", "{}", list.structured);
+    assert!(
+        gone[0]["reason"].as_str().unwrap().contains("database"),
+        "{gone}"
+    );
+    assert!(
+        list.text.starts_with("Store `/team` could not be read"),
+        "the text says first which store is missing: {}",
+        list.text
+    );
+
+    let found = s.call("memory_search", json!({"query": "deploy"})).await;
+    assert!(
+        !found.is_error,
+        "the folder store is still searched: {}",
+        found.text
+    );
+    let hits: Vec<&str> = found.structured["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(hits, ["/notes/deploy.md"], "{}", found.structured);
+    assert_eq!(found.structured["unavailable_stores"][0]["store"], "/team");
+    // Nothing found in the stores that answered is not "no memory": the text says which
+    // store was not searched.
+    let none = s.call("memory_search", json!({"query": "reviews"})).await;
+    assert!(!none.is_error, "{}", none.text);
+    assert!(
+        none.text.contains("`/team` could not be read") && none.text.contains("No memory matches"),
+        "{}",
+        none.text
+    );
+
+    // The store alone fails, as before.
+    for (tool, args) in [
+        ("memory_list", json!({"path": "/team"})),
+        ("memory_search", json!({"query": "deploy", "path": "/team"})),
+    ] {
+        let out = s.call(tool, args).await;
+        assert!(
+            out.is_error,
+            "{tool} of the store that is down: {}",
+            out.text
+        );
+    }
+
+    // The command line: the folder store's memories on stdout, the missing store on
+    // stderr.
+    let store_flags: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ran = cli_ok(&[&["list"], &store_flags[..]].concat(), b"");
+    assert!(ran.out().contains("/notes/deploy.md"), "{}", ran.out());
+    assert!(
+        ran.stderr.contains("store `/team` could not be read"),
+        "{}",
+        ran.stderr
+    );
+
+    pg.restart();
+    let deadline = Instant::now() + COMMAND_LIMIT;
+    loop {
+        let list = s.call("memory_list", json!({})).await;
+        if list.structured.get("unavailable_stores").is_none() && !list.is_error {
+            assert_eq!(list.structured["total"], 2, "{}", list.structured);
+            break;
+        }
+        assert!(Instant::now() < deadline, "not back: {}", list.text);
+        // The server reconnects on a call, so there is no event to wait on.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    s.stop().await;
+}
+
 /// Regression: after PostgreSQL restarted, the first calls failed ("terminating connection
 /// due to administrator command; nothing was changed") while the pool handed out the
 /// connections the restart had closed, one per call. The very next call of every kind

@@ -65,6 +65,8 @@ pub struct ListResult {
     pub next_cursor: Option<String>,
     /// Entries matching in all (before pagination).
     pub total: usize,
+    /// Stores a listing of every store went on without (their database away).
+    pub unavailable: Vec<crate::error::Unavailable>,
 }
 
 /// A folder and what lies a few levels below it (the compatibility profile's `view`).
@@ -201,7 +203,7 @@ impl ListRequest<'_> {
             ));
         }
         let roots = self.roots(md)?;
-        let rows = listed_rows(md, self, &roots)?;
+        let (rows, unavailable) = listed_rows(md, self, &roots)?;
         let cursor = Cursor::parse(self, &roots)?;
         let total = rows.len();
         let mut entries = Vec::new();
@@ -227,6 +229,7 @@ impl ListRequest<'_> {
             entries,
             next_cursor,
             total,
+            unavailable,
         })
     }
 }
@@ -243,7 +246,15 @@ impl ListRequest<'_> {
             ));
         }
         let roots = self.roots(md)?;
-        listed_rows(md, self, &roots)
+        let (rows, unavailable) = listed_rows(md, self, &roots)?;
+        // A caller that shows the whole listing (the console) shows the store's error.
+        match unavailable.into_iter().next() {
+            Some(gone) => Err(Error::Database {
+                store: gone.store.trim_start_matches('/').to_owned(),
+                reason: gone.reason,
+            }),
+            None => Ok(rows),
+        }
     }
 
     /// The paths listed. A trailing `/` names a folder (or a link to one inside the
@@ -285,15 +296,36 @@ pub fn entries(md: &Memdir, rows: &[ListRow]) -> Vec<ListEntry> {
     out
 }
 
-/// Every row a listing shows under `roots`, filtered by age and in its order.
-fn listed_rows(md: &Memdir, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<ListRow>> {
+/// Every row a listing shows under `roots`, filtered by age and in its order, and the
+/// stores a listing of every store went on without (their database away; a listing of
+/// one store fails with it, as does one where no store answered).
+fn listed_rows(
+    md: &Memdir,
+    req: &ListRequest,
+    roots: &[MemPath],
+) -> Result<(Vec<ListRow>, Vec<crate::error::Unavailable>)> {
     let top_level = req.path.is_none_or(|p| p == "/");
     let mut rows = Vec::new();
+    let mut unavailable = Vec::new();
     for root in roots {
-        rows.extend(match (top_level, req.depth) {
+        let listed = match (top_level, req.depth) {
             // Listing `/` at depth 1 shows the stores themselves.
-            (true, Some(d)) => rows_under(md, root, Some(d - 1), Start::Shown)?,
-            _ => rows_under(md, root, req.depth, Start::Below)?,
+            (true, Some(d)) => rows_under(md, root, Some(d - 1), Start::Shown),
+            _ => rows_under(md, root, req.depth, Start::Below),
+        };
+        match listed {
+            Ok(listed) => rows.extend(listed),
+            Err(e) => match e.unavailable_store(&[root.store_name.as_str()]) {
+                Some(gone) if top_level && roots.len() > 1 => unavailable.push(gone),
+                _ => return Err(e),
+            },
+        }
+    }
+    if !unavailable.is_empty() && unavailable.len() == roots.len() {
+        let gone = unavailable.swap_remove(0);
+        return Err(Error::Database {
+            store: gone.store.trim_start_matches('/').to_owned(),
+            reason: gone.reason,
         });
     }
     if let Some(days) = req.older_than_days {
@@ -310,7 +342,7 @@ fn listed_rows(md: &Memdir, req: &ListRequest, roots: &[MemPath]) -> Result<Vec<
                 .then_with(|| a.canonical.cmp(&b.canonical))
         }),
     }
-    Ok(rows)
+    Ok((rows, unavailable))
 }
 
 /// The folder at `raw` with its visible entries up to `depth` levels down (1 = its

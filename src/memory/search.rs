@@ -153,24 +153,40 @@ impl SearchRequest<'_> {
             min_importance: min_importance(self.min_importance)?,
         };
         let query = Query::parse(self.query);
-        let scopes = scopes(md, self.path)?;
+        let mut scopes = scopes(md, self.path)?;
         // Meaning is asked of every query but a blank one: a query without words still
         // says what meaning covers, and one of symbols (emoji) is searched by meaning.
         let vector = (!self.query.trim().is_empty())
             .then(|| md.embed_query(self.query))
             .flatten();
-        let plan = Plan {
-            query: &query,
-            scopes: &scopes,
-            filter,
-            order: self.order,
-            offset,
-            limit: self.limit,
-            budget: md.settings.result_budget,
-            meaning: vector.as_deref(),
-            symbols: has_symbols(self.query),
+        // A search over every store goes on without a store whose database is away, and
+        // says so; a search of one store fails with it.
+        let mut unavailable = Vec::new();
+        let mut result = loop {
+            let plan = Plan {
+                query: &query,
+                scopes: &scopes,
+                filter,
+                order: self.order,
+                offset,
+                limit: self.limit,
+                budget: md.settings.result_budget,
+                meaning: vector.as_deref(),
+                symbols: has_symbols(self.query),
+            };
+            let error = match operation::search(&Reading { md, progress }, &plan) {
+                Ok(result) => break result,
+                Err(e) => e,
+            };
+            let names: Vec<&str> = scopes.iter().map(|(p, _)| p.store_name.as_str()).collect();
+            let left = match error.unavailable_store(&names) {
+                Some(gone) if self.path.is_none_or(|p| p == "/") && names.len() > 1 => gone,
+                _ => return Err(error),
+            };
+            scopes.retain(|(p, _)| format!("/{}", p.store_name) != left.store);
+            unavailable.push(left);
         };
-        let mut result = operation::search(&Reading { md, progress }, &plan)?;
+        result.unavailable = unavailable;
         result.next_cursor = result.next_cursor.map(|at| format!("{at}-{search}"));
         Ok(result)
     }

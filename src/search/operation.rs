@@ -109,6 +109,8 @@ pub struct SearchResult {
     /// With meaning on: how many memories in the search's scope have a vector, of how
     /// many.
     pub coverage: Option<Coverage>,
+    /// Stores a search over every store went on without (their database away).
+    pub unavailable: Vec<crate::error::Unavailable>,
 }
 
 /// How much of a search's scope meaning covers.
@@ -206,6 +208,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
         relaxed: false,
         query_cut: query.cut,
         coverage: None,
+        unavailable: Vec::new(),
     };
     // No word: meaning alone is asked of a query of symbols (an emoji); of one of
     // punctuation only what it covers, as every search with meaning on says.
@@ -317,6 +320,7 @@ pub fn search(corpus: &impl Corpus, plan: &Plan) -> Result<SearchResult> {
             relaxed,
             query_cut: query.cut,
             coverage,
+            unavailable: Vec::new(),
         };
         if !stale {
             break;

@@ -115,6 +115,10 @@ pub struct ListOut {
     pub next_cursor: Option<String>,
     /// Matching entries in all pages.
     pub total: u64,
+    /// Present when a listing of every store went on without some of them (their
+    /// database could not be reached): their memories are missing from it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_stores: Vec<super::UnavailableOut>,
 }
 
 impl From<ListEntry> for EntryOut {
@@ -142,6 +146,7 @@ impl From<ListResult> for ListOut {
             entries: r.entries.into_iter().map(EntryOut::from).collect(),
             next_cursor: r.next_cursor,
             total: r.total as u64,
+            unavailable_stores: r.unavailable.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -200,8 +205,11 @@ impl MemdirServer {
 
 /// The text of a listing: one entry a line.
 fn render(out: &ListOut) -> String {
-    let mut s = format!(
-        "{} of {} entr{}:\n",
+    let mut s = String::new();
+    super::unavailable_lines(&mut s, &out.unavailable_stores);
+    let _ = writeln!(
+        s,
+        "{} of {} entr{}:",
         out.entries.len(),
         out.total,
         if out.total == 1 { "y" } else { "ies" }

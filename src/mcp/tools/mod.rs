@@ -39,6 +39,36 @@ impl MemdirServer {
 }
 
 /// A limit given by the caller, or its default; an error names it when out of range.
+/// A store an answer over every store went on without.
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
+pub struct UnavailableOut {
+    /// The store's path, e.g. `/team`.
+    pub store: String,
+    /// Why it could not be read (its database away).
+    pub reason: String,
+}
+
+impl From<crate::error::Unavailable> for UnavailableOut {
+    fn from(u: crate::error::Unavailable) -> Self {
+        UnavailableOut {
+            store: u.store,
+            reason: u.reason,
+        }
+    }
+}
+
+/// The lines that say which stores an answer left out, before the answer.
+fn unavailable_lines(out: &mut String, stores: &[UnavailableOut]) {
+    use std::fmt::Write as _;
+    for u in stores {
+        let _ = writeln!(
+            out,
+            "Store `{}` could not be read, so its memories are missing from this answer: {}",
+            u.store, u.reason
+        );
+    }
+}
+
 fn clamp(value: Option<i64>, default: i64, max: i64, name: &str) -> Result<usize, Error> {
     match value {
         None => Ok(default as usize),

@@ -172,6 +172,10 @@ pub struct SearchOut {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schemars(with = "u64")]
     pub memories_in_scope: Option<u64>,
+    /// Present when a search of every store went on without some of them (their
+    /// database could not be reached): their memories were not searched.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unavailable_stores: Vec<super::UnavailableOut>,
 }
 
 impl From<SearchHit> for HitOut {
@@ -201,6 +205,7 @@ impl From<SearchResult> for SearchOut {
             query_cut: r.query_cut,
             pending_vectors: r.coverage.map(|c| c.pending() as u64),
             memories_in_scope: r.coverage.map(|c| c.total as u64),
+            unavailable_stores: r.unavailable.into_iter().map(Into::into).collect(),
         }
     }
 }
@@ -284,6 +289,7 @@ fn progress_reporter(
 /// The text of a search: each hit with its score and snippet.
 fn render(query: &str, out: &SearchOut) -> String {
     let mut s = String::new();
+    super::unavailable_lines(&mut s, &out.unavailable_stores);
     if out.query_cut {
         s.push_str("The query is longer than a search reads: only its first 1,024 bytes, 64 words or phrases, 16 words of a phrase and 8 prefix* words were searched.\n");
     }
