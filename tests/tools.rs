@@ -897,6 +897,30 @@ async fn bad_arguments_are_tool_errors_or_protocol_errors_never_hangs() {
     assert!(wrong.is_err() || wrong.unwrap().is_error == Some(true));
     let still: Value = s.ok("memory_list", json!({})).await;
     assert_eq!(still["total"], 0);
+    // A whole number written with a fraction is the integer (JSON Schema's `integer`);
+    // a fraction is refused, naming the field.
+    for i in 1..=3 {
+        s.ok(
+            "memory_write",
+            json!({"path": format!("n{i}.md"), "content": "one\ntwo\nthree\n"}),
+        )
+        .await;
+    }
+    let page: Value = s.ok("memory_list", json!({"limit": 2.0})).await;
+    assert_eq!(page["entries"].as_array().unwrap().len(), 2, "{page}");
+    let lines: Value = s
+        .ok(
+            "memory_read",
+            json!({"path": "n1.md", "view_range": [2.0, -1.0]}),
+        )
+        .await;
+    assert_eq!(lines["content"], "two\nthree\n", "{lines}");
+    let e = s.err("memory_list", json!({"limit": 2.5})).await;
+    assert!(e.contains("`limit`"), "{e}");
+    for i in 1..=3 {
+        s.ok("memory_delete", json!({"path": format!("n{i}.md")}))
+            .await;
+    }
     // An error quotes what it is about, cut short: not a megabyte string or field name.
     let huge = "x".repeat(1_000_000);
     for (tool, args) in [
