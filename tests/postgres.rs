@@ -1754,6 +1754,26 @@ async fn tls_to_the_database_is_used_and_checked_as_sslmode_asks() {
     let ran = cli(&["--store", &format!("m={unknown}"), "list"], b"");
     assert!(!ran.ok, "a certificate from an unknown CA must be refused");
     assert!(ran.stderr.contains("TLS"), "{}", ran.stderr);
+    // A server refuses to start with TLS that fails: a setting to fix, which would
+    // otherwise read as a database that is down, call after call.
+    for url in [&unknown, &wrong_name] {
+        match Launch::new(&store_args(&format!("m={url}")), "tls-refused")
+            .try_start()
+            .await
+        {
+            Ok(s) => {
+                let out = s.call("memory_list", json!({})).await;
+                panic!(
+                    "the server started with failing TLS; a call says: {}",
+                    out.text
+                );
+            }
+            Err(stderr) => assert!(
+                stderr.contains("TLS") && stderr.contains("sslmode"),
+                "start-up names TLS and the setting: {stderr}"
+            ),
+        }
+    }
     // A mode libpq does not have is refused before connecting.
     let ran = cli(
         &[

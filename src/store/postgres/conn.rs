@@ -115,6 +115,13 @@ impl Failure {
         }
     }
 
+    /// TLS to the database failed (no TLS on a server `sslmode` requires it of, a
+    /// certificate that is not trusted or not for that name): a setting to fix, not an
+    /// outage to wait out.
+    pub fn is_tls(&self) -> bool {
+        matches!(self, Failure::Pg(e) if e.to_string().starts_with("error performing TLS handshake"))
+    }
+
     /// The statement was sent and no answer says what became of it: the server may
     /// have run it (a commit may have been stored).
     pub fn may_have_run(&self) -> bool {

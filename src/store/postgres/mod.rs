@@ -109,6 +109,7 @@ impl PgStore {
     /// store `name` from them. A database that refuses (authentication, no such database,
     /// a newer schema) stops the start; one that cannot be reached right now does not: the
     /// store answers each call with an error until the database is back, then migrates.
+    /// TLS that fails (a setting, not an outage) stops the start too.
     pub fn open(name: &str, url: &str, read_only: bool) -> Result<PgStore> {
         let pool = conn::pool(name, url)?;
         let at = || format!("store `{name}` ({})", redact_url(url));
@@ -120,6 +121,13 @@ impl PgStore {
             }
             Err(e) if e.as_db_error().is_some() => {
                 return Err(Error::Open(format!("{}: {}", at(), conn::describe(&e))));
+            }
+            Err(e) if e.is_tls() => {
+                return Err(Error::Open(format!(
+                    "{}: {}; check the URL's `sslmode` (and `sslrootcert`) against the server's TLS",
+                    at(),
+                    conn::chain(&e)
+                )));
             }
             Err(e) => {
                 tracing::warn!(
