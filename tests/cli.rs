@@ -840,6 +840,15 @@ fn every_command_says_something_when_there_is_nothing() {
     assert!(ok && out == "no memories in /memories\n", "{out}{err}");
     let (ok, out, err) = memdir(&empty, &["history"]);
     assert!(ok && out == "no versions of /memories\n", "{out}{err}");
+    // A limit of 0 would say "no memory matches" of memories that match: refused.
+    for args in [
+        vec!["search", "alpha", "--limit", "0"],
+        vec!["history", "--limit", "0"],
+    ] {
+        let (ok, out, err) = memdir(&sb, &args);
+        assert!(!ok && out.is_empty(), "{args:?}: {out}");
+        assert!(err.contains("--limit"), "{args:?}: {err}");
+    }
 }
 
 #[test]

@@ -374,8 +374,9 @@ pub enum Command {
         stores: StoreArgs,
         #[arg(default_value = "/")]
         path: String,
-        /// Most versions to show.
-        #[arg(long, default_value_t = 50)]
+        /// Most versions to show (at least 1).
+        #[arg(long, default_value_t = 50,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         limit: usize,
         /// Print the content of this version instead.
         #[arg(long)]
@@ -455,7 +456,9 @@ pub enum Command {
         /// Only under this path.
         #[arg(long)]
         path: Option<String>,
-        #[arg(long, default_value_t = 10)]
+        /// Most hits to show (at least 1).
+        #[arg(long, default_value_t = 10,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         limit: usize,
         /// Only memories whose frontmatter `importance` is at least N (1–5; a memory
         /// without one counts as 3).
