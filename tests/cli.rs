@@ -361,6 +361,9 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     std::fs::hard_link(sb.outside().join("canary.txt"), st.join("hard.md")).unwrap();
     std::os::unix::fs::symlink(sb.outside().join("canary.txt"), st.join("out.md")).unwrap();
     std::fs::write(st.join("bad\nname.md"), "x").unwrap();
+    // A name that is not UTF-8 (Latin-1 `é`), which a walk cannot even name.
+    let latin1 = <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b"caf\xe9.md");
+    std::fs::write(st.join("notes").join(latin1), "x").unwrap();
     std::fs::write(st.join("big.md"), "x".repeat(200_000)).unwrap();
     std::fs::create_dir_all(st.join(".memdir/tmp")).unwrap();
     std::fs::write(st.join(".memdir/tmp/.memdir-tmp-1-1"), "half a write").unwrap();
@@ -385,6 +388,7 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
         "/memories/pipe.md",
         "names no path can spell",
         "/memories/bad\\nname.md",
+        "/memories/notes/caf\u{fffd}.md",
         "over the size limit",
         "/memories/big.md",
         "are not records (lines 3)",

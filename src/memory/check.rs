@@ -64,6 +64,21 @@ fn check_files(md: &Memdir, i: usize, c: &mut StoreCheck) -> HashMap<String, Str
             return current;
         }
     };
+    // Names that are not UTF-8 are not in the walk (no path spells them): each folder
+    // it found is read once more for them.
+    let mut dirs = vec![MemPath::root(i, &store.name)];
+    dirs.extend(
+        entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::Dir && !e.path.segments.iter().any(|s| hidden_name(s)))
+            .map(|e| e.path.clone()),
+    );
+    for name in store.names_not_utf8(&dirs) {
+        found
+            .entry("unaddressable")
+            .or_default()
+            .push(printable(&name));
+    }
     for e in entries {
         if e.path.segments.iter().any(|s| hidden_name(s)) {
             continue;

@@ -193,6 +193,14 @@ impl Store {
         }
     }
 
+    /// The entries of folders `dirs` whose names are not UTF-8 (a database holds none).
+    pub fn names_not_utf8(&self, dirs: &[MemPath]) -> Vec<String> {
+        match &self.engine {
+            Engine::Folder(f) => f.names_not_utf8(dirs),
+            Engine::Postgres(_) => Vec::new(),
+        }
+    }
+
     /// Blocks until this process holds the store's mutation lock.
     pub fn lock(&self) -> Result<StoreLock> {
         Ok(match &self.engine {

@@ -94,6 +94,31 @@ impl FolderStore {
         self.walk_with(start, None, Reach::Everything)
     }
 
+    /// The entries of the folders `dirs` whose names are not UTF-8 (a walk skips them: no
+    /// memory path can spell them), each as its folder's path and the name with the bytes
+    /// that are not UTF-8 shown as U+FFFD. A folder that cannot be read is passed over.
+    pub fn names_not_utf8(&self, dirs: &[MemPath]) -> Vec<String> {
+        let mut out = Vec::new();
+        for dir in dirs {
+            let Ok(entries) = self.dir.read_dir(rel_path(dir)) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if name.to_str().is_none() {
+                    let base = dir.canonical();
+                    out.push(format!(
+                        "{}/{}",
+                        base.trim_end_matches('/'),
+                        name.to_string_lossy()
+                    ));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
     fn walk_with(
         &self,
         start: &MemPath,
