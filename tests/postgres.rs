@@ -947,6 +947,24 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         ran.stderr
     );
 
+    // The console: the front page shows the store as unavailable (not as an empty store
+    // offering an import), and a search says which store it did not search.
+    let console = console_pages(&args, &["/", "/search?q=deploy"]).await;
+    assert!(
+        console[0].contains("Store /team could not be read")
+            && console[0].contains("unavailable")
+            && !console[0].contains("/import?store=team"),
+        "{}",
+        console[0]
+    );
+    assert!(
+        console[1].contains("/notes/deploy.md")
+            && console[1]
+                .contains("Store /team could not be read, so its memories were not searched"),
+        "{}",
+        console[1]
+    );
+
     pg.restart();
     let deadline = Instant::now() + COMMAND_LIMIT;
     loop {
@@ -960,6 +978,59 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     s.stop().await;
+}
+
+/// Starts `memdir console ARGS` on a free port, signs in by its printed link, and
+/// returns the pages at `paths` (each must answer 200).
+async fn console_pages(args: &[String], paths: &[&str]) -> Vec<String> {
+    use tokio::io::AsyncBufReadExt as _;
+    let mut child = tokio::process::Command::new(common::BIN)
+        .arg("console")
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--no-index"])
+        .env("RUST_LOG", "memdir=warn")
+        .env(
+            "XDG_CACHE_HOME",
+            concat!(env!("CARGO_TARGET_TMPDIR"), "/cache"),
+        )
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn memdir console");
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let link = tokio::time::timeout(COMMAND_LIMIT, stdout.next_line())
+        .await
+        .expect("the console's link in time")
+        .unwrap()
+        .expect("a line on stdout");
+    let base = link.split("/?token=").next().unwrap().to_owned();
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let signed = client.get(&link).send().await.unwrap();
+    let cookie = signed.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let mut pages = Vec::new();
+    for path in paths {
+        let r = client
+            .get(format!("{base}{path}"))
+            .header("Cookie", &cookie)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), reqwest::StatusCode::OK, "{path}");
+        pages.push(r.text().await.unwrap());
+    }
+    let _ = child.kill().await;
+    pages
 }
 
 /// Regression: after PostgreSQL restarted, the first calls failed ("terminating connection

@@ -122,6 +122,10 @@ pub fn list(m: &Memdir, cursor: Option<&str>) -> Result<ListResourcesResult, Err
     }
     .run(m)
     .map_err(error)?;
+    // The protocol's list has no place to say so: the log does.
+    for gone in &page.unavailable {
+        tracing::warn!(store = %gone.store, reason = %gone.reason, "resources/list went without a store whose database cannot be reached");
+    }
     for e in page.entries.into_iter().filter(|e| !e.is_dir) {
         let mut r = Resource::new(uri(&e.path), e.path.clone())
             .with_mime_type(mime(&e.path))

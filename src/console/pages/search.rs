@@ -87,6 +87,9 @@ pub async fn page(view: View, query: Query) -> Result<Page, Page> {
             p.message { (e) }
         }
         @if let Some(Ok(r)) = &result {
+            @for gone in &r.unavailable {
+                p.message { "Store " (gone.store) " could not be read, so its memories were not searched: " (gone.reason) }
+            }
             p.muted {
                 (r.total_hits) " hits"
                 @if r.relaxed { " (no memory held every term: these hold some)" }
