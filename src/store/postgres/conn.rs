@@ -243,7 +243,7 @@ impl Client {
     }
 
     /// Whether the server answers an empty query within `wait`.
-    fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
+    pub fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
         let client = self
             .client
             .as_ref()
