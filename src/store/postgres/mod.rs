@@ -126,7 +126,7 @@ impl PgStore {
                     .map_err(|e| Error::Open(format!("{}: {e}", at())))?;
                 true
             }
-            Err(e) if e.as_db_error().is_some() => {
+            Err(e) if e.as_db_error().is_some() && !e.is_transient() => {
                 return Err(Error::Open(format!("{}: {}", at(), conn::describe(&e))));
             }
             Err(e) if e.is_tls() => {
