@@ -232,7 +232,12 @@ impl Client {
             .map_err(Failure::Local)?;
         let connected = runtime
             .block_on(async { tokio::time::timeout(CONNECT_WAIT, config.connect(tls)).await });
-        let (client, connection) = connected.map_err(|_| Failure::NoAnswer(CONNECT_WAIT))??;
+        let Ok(connected) = connected else {
+            // A host name lookup may still block a thread of the runtime: not waited for.
+            runtime.shutdown_background();
+            return Err(Failure::NoAnswer(CONNECT_WAIT));
+        };
+        let (client, connection) = connected?;
         let connection = runtime.spawn(async move {
             // Its end (the server gone, or the client dropped) shows as a closed client.
             let _ = connection.await;
