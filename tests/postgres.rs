@@ -1636,14 +1636,18 @@ async fn a_database_that_stops_answering_fails_calls_in_bounded_time_and_recover
     assert_held_by(&pg, &db);
 
     relay.set_frozen(true);
-    // The answer time-out (40 s) and then some; never unbounded.
+    // The answer time-out (40 s) and then some; never unbounded. Once a call found the
+    // database silent, the next ones check their connection first and fail at once
+    // rather than each waiting the whole time-out on another pooled connection.
     let limit = Duration::from_secs(90);
-    for (tool, args) in [
-        ("memory_read", json!({"path": "kept.md"})),
+    for (tool, args, limit) in [
+        ("memory_read", json!({"path": "kept.md"}), limit),
         (
             "memory_write",
             json!({"path": "frozen.md", "content": "written while frozen\n"}),
+            CALL_LIMIT,
         ),
+        ("memory_list", json!({}), CALL_LIMIT),
     ] {
         let started = Instant::now();
         let out = s

@@ -38,7 +38,6 @@ impl MemdirServer {
     }
 }
 
-/// A limit given by the caller, or its default; an error names it when out of range.
 /// A store an answer over every store went on without.
 #[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct UnavailableOut {
@@ -69,6 +68,7 @@ fn unavailable_lines(out: &mut String, stores: &[UnavailableOut]) {
     }
 }
 
+/// A limit given by the caller, or its default; an error names it when out of range.
 fn clamp(value: Option<i64>, default: i64, max: i64, name: &str) -> Result<usize, Error> {
     match value {
         None => Ok(default as usize),

@@ -118,8 +118,34 @@ impl Failure {
     /// TLS to the database failed (no TLS on a server `sslmode` requires it of, a
     /// certificate that is not trusted or not for that name): a setting to fix, not an
     /// outage to wait out.
+    /// An I/O error in the handshake (the server restarting) is not one.
     pub fn is_tls(&self) -> bool {
-        matches!(self, Failure::Pg(e) if e.to_string().starts_with("error performing TLS handshake"))
+        let Failure::Pg(e) = self else {
+            return false;
+        };
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            // `io::Error::source` skips the error it wraps: look inside too.
+            let inner = s
+                .downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .map(|i| i as &(dyn std::error::Error + 'static));
+            if [Some(s), inner]
+                .into_iter()
+                .flatten()
+                .any(|s| s.is::<rustls::Error>() || s.to_string() == "server does not support TLS")
+            {
+                return true;
+            }
+            source = s.source();
+        }
+        false
+    }
+
+    /// The server said something that passes: it is starting up or shutting down, or has
+    /// no connection to spare right now.
+    pub fn is_transient(&self) -> bool {
+        is_lost(self) || self.code() == Some(&SqlState::TOO_MANY_CONNECTIONS)
     }
 
     /// The statement was sent and no answer says what became of it: the server may
@@ -206,7 +232,12 @@ impl Client {
             .map_err(Failure::Local)?;
         let connected = runtime
             .block_on(async { tokio::time::timeout(CONNECT_WAIT, config.connect(tls)).await });
-        let (client, connection) = connected.map_err(|_| Failure::NoAnswer(CONNECT_WAIT))??;
+        let Ok(connected) = connected else {
+            // A host name lookup may still block a thread of the runtime: not waited for.
+            runtime.shutdown_background();
+            return Err(Failure::NoAnswer(CONNECT_WAIT));
+        };
+        let (client, connection) = connected?;
         let connection = runtime.spawn(async move {
             // Its end (the server gone, or the client dropped) shows as a closed client.
             let _ = connection.await;
@@ -243,7 +274,7 @@ impl Client {
     }
 
     /// Whether the server answers an empty query within `wait`.
-    fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
+    pub fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
         let client = self
             .client
             .as_ref()

@@ -38,6 +38,11 @@ pub use vectors::SharedVector;
 
 /// Largest file the server will read at all, as for folders.
 const READ_LIMIT: u64 = super::io::READ_LIMIT;
+/// How long after a call found the database not answering the next calls check their
+/// connection first.
+const SILENT_MEMORY: Duration = Duration::from_secs(60);
+/// How long that check waits for an answer.
+const SILENT_CHECK: Duration = Duration::from_secs(2);
 
 /// Changes kept per store for the watchers of other processes (older ones are pruned; a
 /// watcher further behind reconciles instead).
@@ -59,6 +64,8 @@ pub struct PgStore {
     ready: std::sync::atomic::AtomicBool,
     /// When connecting last failed (cleared by a success).
     down_at: Mutex<Option<std::time::Instant>>,
+    /// When a call last found the database not answering.
+    silent_at: Mutex<Option<std::time::Instant>>,
 }
 
 /// The transaction of each thread holding a store's lock.
@@ -119,7 +126,7 @@ impl PgStore {
                     .map_err(|e| Error::Open(format!("{}: {e}", at())))?;
                 true
             }
-            Err(e) if e.as_db_error().is_some() => {
+            Err(e) if e.as_db_error().is_some() && !e.is_transient() => {
                 return Err(Error::Open(format!("{}: {}", at(), conn::describe(&e))));
             }
             Err(e) if e.is_tls() => {
@@ -146,6 +153,7 @@ impl PgStore {
             pool: Some(pool),
             held: HeldMap::default(),
             down_at: Mutex::new(None),
+            silent_at: Mutex::new(None),
         })
     }
 
@@ -165,6 +173,16 @@ impl PgStore {
             store: self.name.clone(),
             reason: reason.to_string(),
         }
+    }
+
+    /// The error of a call that failed with `e`; a database that did not answer is
+    /// remembered, so the next calls check their connection briefly before using it.
+    fn failed(&self, e: &conn::Failure) -> Error {
+        if matches!(e, conn::Failure::NoAnswer(_)) {
+            *self.silent_at.lock().unwrap_or_else(|e| e.into_inner()) =
+                Some(std::time::Instant::now());
+        }
+        self.unavailable(conn::describe(e))
     }
 
     fn check_writable(&self, what: &'static str) -> Result<()> {
@@ -192,7 +210,7 @@ impl PgStore {
                 f(&mut conn).map_err(|e| {
                     held.failed
                         .store(true, std::sync::atomic::Ordering::Relaxed);
-                    self.unavailable(conn::describe(&e))
+                    self.failed(&e)
                 })
             }
             None => {
@@ -205,9 +223,9 @@ impl PgStore {
                         conn.lost = true;
                         drop(conn);
                         let mut conn = self.live_connection()?;
-                        f(&mut conn).map_err(|e| self.unavailable(conn::describe(&e)))
+                        f(&mut conn).map_err(|e| self.failed(&e))
                     }
-                    other => other.map_err(|e| self.unavailable(conn::describe(&e))),
+                    other => other.map_err(|e| self.failed(&e)),
                 }
             }
         }
@@ -232,6 +250,7 @@ impl PgStore {
             Ok(mut conn) => {
                 *down_at = None;
                 drop(down_at);
+                self.check_if_silent(&mut conn)?;
                 if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
                     schema::migrate(&mut conn, self.read_only).map_err(|e| self.unavailable(e))?;
                     self.ready.store(true, std::sync::atomic::Ordering::Release);
@@ -241,6 +260,32 @@ impl PgStore {
             Err(e) => {
                 *down_at = Some(std::time::Instant::now());
                 Err(e)
+            }
+        }
+    }
+
+    /// After a call found the database not answering (within [`SILENT_MEMORY`]), a
+    /// pooled connection is checked with an empty query within [`SILENT_CHECK`] before it
+    /// is used: the other idle connections lead to the same frozen server, and each would
+    /// hold its call for the whole answer time-out. The first answer ends the checks.
+    fn check_if_silent(&self, conn: &mut Pooled) -> Result<()> {
+        let mut silent_at = self.silent_at.lock().unwrap_or_else(|e| e.into_inner());
+        if !silent_at.is_some_and(|at| at.elapsed() < SILENT_MEMORY) {
+            *silent_at = None;
+            return Ok(());
+        }
+        drop(silent_at);
+        match conn.client.answers(SILENT_CHECK) {
+            Ok(()) => {
+                *self.silent_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                Ok(())
+            }
+            Err(e) => {
+                conn.lost = true;
+                Err(self.failed(&match e {
+                    conn::Failure::NoAnswer(_) => conn::Failure::NoAnswer(SILENT_CHECK),
+                    other => other,
+                }))
             }
         }
     }
@@ -277,14 +322,14 @@ impl PgStore {
         // one the server answers on instead.
         if let Err(e) = conn.client.batch_execute("BEGIN") {
             if !conn::is_lost(&e) {
-                return Err(self.unavailable(conn::describe(&e)));
+                return Err(self.failed(&e));
             }
             conn.lost = true;
             drop(conn);
             conn = self.live_connection()?;
             conn.client
                 .batch_execute("BEGIN")
-                .map_err(|e| self.unavailable(conn::describe(&e)))?;
+                .map_err(|e| self.failed(&e))?;
         }
         let key = schema::lock_key(&self.name);
         let taken = (|| -> std::result::Result<bool, conn::Failure> {
@@ -307,7 +352,7 @@ impl PgStore {
             }
             Err(e) => {
                 let _ = conn.client.batch_execute("ROLLBACK");
-                return Err(self.unavailable(conn::describe(&e)));
+                return Err(self.failed(&e));
             }
         }
         let owner = std::thread::current().id();
