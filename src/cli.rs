@@ -293,9 +293,13 @@ fn scope(memdir: &Memdir, raw: &str) -> String {
     }
 }
 
-/// Says on stderr which stores an answer over every store went on without.
-fn warn_unavailable(stores: &[crate::error::Unavailable]) {
-    for u in stores {
+/// Says on stderr which stores an answer over every store went on without, each once
+/// (`warned` holds those already named by earlier pages).
+fn warn_unavailable(
+    stores: &[crate::error::Unavailable],
+    warned: &mut std::collections::HashSet<String>,
+) {
+    for u in stores.iter().filter(|u| warned.insert(u.store.clone())) {
         eprintln!(
             "memdir: store `{}` could not be read, so its memories are missing here: {}",
             u.store, u.reason
@@ -306,6 +310,7 @@ fn warn_unavailable(stores: &[crate::error::Unavailable]) {
 fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
     let mut shown = 0;
+    let mut warned = std::collections::HashSet::new();
     loop {
         let page = ListRequest {
             path: Some(path),
@@ -315,9 +320,7 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
             ..Default::default()
         }
         .run(memdir)?;
-        if cursor.is_none() {
-            warn_unavailable(&page.unavailable);
-        }
+        warn_unavailable(&page.unavailable, &mut warned);
         for e in &page.entries {
             if json {
                 println!(
@@ -495,7 +498,7 @@ fn search(
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;
-    warn_unavailable(&r.unavailable);
+    warn_unavailable(&r.unavailable, &mut std::collections::HashSet::new());
     // Said first, and also before "no memory matches": an empty answer from a store whose
     // vectors were never computed is not a search by meaning.
     if let Some(c) = r.coverage
@@ -775,6 +778,7 @@ fn prune(memdir: &Memdir, store: Option<&str>, dry_run: bool, json: bool) -> any
 fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<()> {
     let mut cursor: Option<String> = None;
     let mut stale = Vec::new();
+    let mut warned = std::collections::HashSet::new();
     loop {
         let page = ListRequest {
             path: Some(path),
@@ -785,9 +789,7 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
             ..Default::default()
         }
         .run(memdir)?;
-        if cursor.is_none() {
-            warn_unavailable(&page.unavailable);
-        }
+        warn_unavailable(&page.unavailable, &mut warned);
         stale.extend(page.entries);
         match page.next_cursor {
             Some(c) => cursor = Some(c),

@@ -865,6 +865,8 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
     for (path, content) in [
         ("/notes/deploy.md", "the deploy runs on Fridays\n"),
         ("/team/deploy.md", "the team deploy needs two reviews\n"),
+        ("/notes/paged/one.md", "a paged note\n"),
+        ("/notes/paged/two.md", "a paged note too\n"),
     ] {
         s.ok("memory_write", json!({"path": path, "content": content}))
             .await;
@@ -872,6 +874,8 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
     let both = s.ok("memory_search", json!({"query": "deploy"})).await;
     assert_eq!(both["hits"].as_array().unwrap().len(), 2, "{both}");
     assert!(both.get("unavailable_stores").is_none(), "{both}");
+    let paged = json!({"query": "paged", "limit": 1});
+    let cursor_of_all = s.ok("memory_search", paged.clone()).await["next_cursor"].clone();
 
     pg.stop();
     let list = s.call("memory_list", json!({})).await;
@@ -886,7 +890,16 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         .iter()
         .map(|e| e["path"].as_str().unwrap())
         .collect();
-    assert_eq!(paths, ["/notes/deploy.md"], "{}", list.structured);
+    assert_eq!(
+        paths,
+        [
+            "/notes/deploy.md",
+            "/notes/paged/one.md",
+            "/notes/paged/two.md"
+        ],
+        "{}",
+        list.structured
+    );
     let gone = &list.structured["unavailable_stores"];
     assert_eq!(gone[0]["store"], "/team", "{}", list.structured);
     assert!(
@@ -922,6 +935,19 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         "{}",
         none.text
     );
+
+    // A cursor continues only over the stores that answered its first page: offsets
+    // would skip or repeat hits otherwise.
+    let mut next = paged.clone();
+    next["cursor"] = cursor_of_all;
+    let e = s.err("memory_search", next.clone()).await;
+    assert!(e.contains("stores that answered"), "{e}");
+    let first = s.ok("memory_search", paged.clone()).await;
+    let cursor_while_down = first["next_cursor"].clone();
+    next["cursor"] = cursor_while_down.clone();
+    let second = s.ok("memory_search", next.clone()).await;
+    assert_eq!(second["hits"].as_array().unwrap().len(), 1, "{second}");
+    assert_ne!(second["hits"][0]["path"], first["hits"][0]["path"]);
 
     // The store alone fails, as before.
     for (tool, args) in [
@@ -970,13 +996,16 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
     loop {
         let list = s.call("memory_list", json!({})).await;
         if list.structured.get("unavailable_stores").is_none() && !list.is_error {
-            assert_eq!(list.structured["total"], 2, "{}", list.structured);
+            assert_eq!(list.structured["total"], 4, "{}", list.structured);
             break;
         }
         assert!(Instant::now() < deadline, "not back: {}", list.text);
         // The server reconnects on a call, so there is no event to wait on.
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+    next["cursor"] = cursor_while_down;
+    let e = s.err("memory_search", next).await;
+    assert!(e.contains("stores that answered"), "{e}");
     s.stop().await;
 }
 

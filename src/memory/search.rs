@@ -57,9 +57,11 @@ fn min_importance(raw: Option<i64>) -> Result<Option<u8>> {
 /// Where a page starts: the `next_cursor` of a previous search of the same query, path,
 /// filters and order (`OFFSET-SEARCH`, the second part naming the search), or the first
 /// hit.
-fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
+/// A cursor's offset, and the fingerprint of the stores the search that gave it went
+/// without (`OFFSET-SEARCH[-LEFT]`), if it went without any.
+fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<(usize, Option<String>)> {
     let Some(c) = cursor.filter(|c| !c.is_empty()) else {
-        return Ok(0);
+        return Ok((0, None));
     };
     let invalid = || {
         Error::InvalidArgument(format!(
@@ -69,13 +71,28 @@ fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<usize> {
     };
     let (offset, of) = c.split_once('-').ok_or_else(invalid)?;
     let offset = offset.parse::<usize>().map_err(|_| invalid())?;
+    let (of, left) = match of.split_once('-') {
+        Some((of, left)) => (of, Some(left.to_owned())),
+        None => (of, None),
+    };
     if of != search {
         return Err(Error::InvalidArgument(format!(
             "cursor `{}` is of another search: a cursor continues the search that gave it, with the same query, path, filters, sort and limit; search again without it",
             text::head_chars(c, 100)
         )));
     }
-    Ok(offset)
+    Ok((offset, left))
+}
+
+/// What names the stores a search went without, in its cursors: 8 hex digits of a
+/// SHA-256 over their paths; `None` when every store answered.
+fn left_out(unavailable: &[crate::error::Unavailable]) -> Option<String> {
+    if unavailable.is_empty() {
+        return None;
+    }
+    let mut stores: Vec<&str> = unavailable.iter().map(|u| u.store.as_str()).collect();
+    stores.sort_unstable();
+    Some(text::sha256_hex(stores.join("\n").as_bytes())[..8].to_string())
 }
 
 /// Whether `query` holds something besides punctuation and spaces (a letter, a digit,
@@ -142,7 +159,7 @@ impl SearchRequest<'_> {
 
     pub fn run(&self, md: &Memdir, progress: Progress) -> Result<SearchResult> {
         let search = self.fingerprint();
-        let offset = cursor_offset(self.cursor, &search)?;
+        let (offset, left_before) = cursor_offset(self.cursor, &search)?;
         let filter = Filter {
             prefix: None,
             kind: self.kind,
@@ -186,8 +203,19 @@ impl SearchRequest<'_> {
             scopes.retain(|(p, _)| format!("/{}", p.store_name) != left.store);
             unavailable.push(left);
         };
+        // A page's offset counts the hits of the stores that answered the first page: a
+        // store gone or back since then would shift them, skipping or repeating hits.
+        let left = left_out(&unavailable);
+        if self.cursor.is_some_and(|c| !c.is_empty()) && left != left_before {
+            return Err(Error::InvalidArgument(
+                "the stores that answered this search have changed since its first page (a store's database went away or came back); search again without the cursor".into(),
+            ));
+        }
         result.unavailable = unavailable;
-        result.next_cursor = result.next_cursor.map(|at| format!("{at}-{search}"));
+        result.next_cursor = result.next_cursor.map(|at| match &left {
+            Some(left) => format!("{at}-{search}-{left}"),
+            None => format!("{at}-{search}"),
+        });
         Ok(result)
     }
 }
