@@ -483,6 +483,58 @@ fn export_and_import_move_a_store_with_its_history() {
     assert_eq!(std::fs::read_to_string(a.join("b.md")).unwrap(), "first\n");
 }
 
+/// Regression: an import wrote every memory afresh, so a restored backup's memories all
+/// looked new (review found nothing stale, the freshness note said nothing). A memory
+/// whose content is its last version's takes that version's time.
+#[test]
+fn an_import_keeps_each_memory_s_age_from_its_last_version() {
+    let sb = Sandbox::new();
+    let a = sb.store();
+    std::fs::create_dir_all(a.join("notes")).unwrap();
+    std::fs::write(a.join("notes/a.md"), "an old note\n").unwrap();
+    assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
+    let (ok, archive, err) = memdir_at(&a, &["export"], b"");
+    assert!(ok, "{err}");
+    // The same archive, its versions made in January 2025.
+    let text = String::from_utf8(archive).unwrap();
+    let mut old = String::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("\"at\":\"") {
+        let end = at + 6 + rest[at + 6..].find('"').unwrap();
+        old.push_str(&rest[..at + 6]);
+        old.push_str("2025-01-02T03:04:05Z");
+        rest = &rest[end..];
+    }
+    old.push_str(rest);
+    assert!(old.contains("2025-01-02T03:04:05Z"), "{old}");
+
+    let b = sb.tmp.path().join("restored");
+    let (ok, _, err) = memdir_at(&b, &["import"], old.as_bytes());
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir_at(&b, &["list", "--json"], b"");
+    assert!(ok, "{err}");
+    let listed: serde_json::Value =
+        serde_json::from_str(String::from_utf8(out).unwrap().lines().next().unwrap()).unwrap();
+    assert_eq!(listed["path"], "/memories/notes/a.md");
+    assert!(
+        listed["updated_at"]
+            .as_str()
+            .unwrap()
+            .starts_with("2025-01-02T03:04:05"),
+        "{listed}"
+    );
+    let (ok, out, err) = memdir_at(&b, &["review", "--older-than", "90d"], b"");
+    assert!(ok, "{err}");
+    assert!(
+        String::from_utf8_lossy(&out).contains("notes/a.md"),
+        "stale after the move"
+    );
+    // Dating the file is not a change made outside memdir.
+    let (ok, out, err) = memdir_at(&b, &["history", "--json", "notes/a.md"], b"");
+    assert!(ok, "{err}");
+    assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
+}
+
 /// Hidden memories and those under `node_modules` (a tool can write them; list and search
 /// skip them) travel in an archive too; an import that fails part way leaves nothing, so
 /// it can be retried.

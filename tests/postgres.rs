@@ -1312,6 +1312,21 @@ async fn export_and_import_move_a_store_between_a_folder_and_postgresql() {
     assert_held_by(&pg, &db);
     assert_eq!(cli_history(&postgres), original_history);
     assert_eq!(cli_contents(&postgres), original_contents);
+    // Each memory keeps its age: the time of its last version, to the second.
+    let listed = cli_ok(&["list", "--store", &postgres, "/", "--json"], b"").out();
+    for line in listed.lines() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let last = original_history
+            .iter()
+            .filter(|r| r["path"] == entry["path"])
+            .max_by_key(|r| r["version"].as_u64())
+            .unwrap_or_else(|| panic!("a version of {entry}"));
+        assert_eq!(
+            entry["updated_at"].as_str().unwrap()[..19],
+            last["at"].as_str().unwrap()[..19],
+            "{entry} after {last}"
+        );
+    }
     // The imported history is whole: an old version restores from it.
     let s = Agent::start(&store_args(&postgres), "checker").await;
     let r = s

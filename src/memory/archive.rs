@@ -93,6 +93,31 @@ pub fn import(md: &Memdir, store: Option<&str>, input: &mut dyn BufRead) -> Resu
     })
 }
 
+/// Each path's last version in `records` that left content there (not a deletion, not
+/// redacted): its content's sha256 and its time.
+fn last_changes(
+    records: &[Record],
+) -> std::collections::HashMap<&str, (&str, std::time::SystemTime)> {
+    let mut last = std::collections::HashMap::new();
+    for r in records {
+        if r.op == history::Op::Deleted || r.redacted {
+            last.remove(r.path.as_str());
+            continue;
+        }
+        if let Some(from) = &r.from {
+            last.remove(from.as_str());
+        }
+        let Some(secs) = crate::text::parse_instant(&r.at).and_then(|s| u64::try_from(s).ok())
+        else {
+            last.remove(r.path.as_str());
+            continue;
+        };
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+        last.insert(r.path.as_str(), (r.sha256.as_str(), at));
+    }
+    last
+}
+
 /// Writes an archive's memories and history into the store at `root`, under its lock,
 /// if it has neither yet: the files first, then their history, so the log is never
 /// ahead of the files.
@@ -136,8 +161,17 @@ fn fill(
         }
         Error::InvalidArgument(format!("{e}; nothing was imported"))
     };
+    let ages = last_changes(records);
     for (p, content) in files {
-        if let Err(e) = s.write(p, content.as_bytes(), WriteMode::CreateNew) {
+        // A memory whose content is its last version's takes that version's time, so
+        // its age (review, the freshness note, sort by age) survives the move.
+        let made = match ages.get(p.rel().as_str()) {
+            Some((sha, at)) if *sha == crate::text::sha256_hex(content.as_bytes()) => {
+                s.create_dated(p, content.as_bytes(), *at)
+            }
+            _ => s.write(p, content.as_bytes(), WriteMode::CreateNew),
+        };
+        if let Err(e) = made {
             return Err(undo(&written, e));
         }
         written.push(p);

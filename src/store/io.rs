@@ -103,6 +103,18 @@ impl FolderStore {
     /// the new file. The caller holds the store lock. A symlink at the destination is
     /// replaced, never followed.
     pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<Stamp> {
+        self.write_dated(path, bytes, mode, None)
+    }
+
+    /// [`write`](Self::write), the new file's modification time `modified` when given (an
+    /// import keeps a memory's age).
+    pub fn write_dated(
+        &self,
+        path: &MemPath,
+        bytes: &[u8],
+        mode: WriteMode,
+        modified: Option<std::time::SystemTime>,
+    ) -> Result<Stamp> {
         self.check_writable("writing")?;
         let name = target_name(path)?;
         let parent = self.ensure_parent(path)?;
@@ -132,14 +144,16 @@ impl FolderStore {
             std::process::id(),
             TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
         );
-        let mut result =
-            self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
+        let mut result = self.write_temp_and_rename(
+            &temp_dir, &temp_name, &parent, name, bytes, mode, path, modified,
+        );
         // The space of files replaced or deleted just before may still be on its way back
         // (see `release`): once that is done, try once more.
         if matches!(result, Err(Error::StorageFull { .. })) && release::settle() {
             let _ = temp_dir.remove_file(&temp_name);
-            result =
-                self.write_temp_and_rename(&temp_dir, &temp_name, &parent, name, bytes, mode, path);
+            result = self.write_temp_and_rename(
+                &temp_dir, &temp_name, &parent, name, bytes, mode, path, modified,
+            );
         }
         match &result {
             Ok(_) => {
@@ -164,6 +178,7 @@ impl FolderStore {
         bytes: &[u8],
         mode: WriteMode,
         path: &MemPath,
+        modified: Option<std::time::SystemTime>,
     ) -> Result<Stamp> {
         let mut options = OpenOptions::new();
         options.write(true).create_new(true);
@@ -171,6 +186,10 @@ impl FolderStore {
             .open_with(temp_name, &options)
             .map_err(|e| map_io(path, e))?;
         temp.write_all(bytes).map_err(|e| map_io(path, e))?;
+        if let Some(at) = modified {
+            let handle = temp.try_clone().map_err(|e| map_io(path, e))?.into_std();
+            handle.set_modified(at).map_err(|e| map_io(path, e))?;
+        }
         self.pause("after-temp-write");
         temp.sync_all().map_err(|e| map_io(path, e))?;
         // Rename keeps inode and mtime: this is the stamp the file will have in place.

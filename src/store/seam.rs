@@ -168,6 +168,20 @@ impl Store {
         each!(self, s => s.write(path, bytes, mode))
     }
 
+    /// Creates `path` with `bytes` and the modification time `modified` (an import
+    /// keeps a memory's age). Fails if something is there.
+    pub fn create_dated(
+        &self,
+        path: &MemPath,
+        bytes: &[u8],
+        modified: std::time::SystemTime,
+    ) -> Result<Stamp> {
+        match &self.engine {
+            Engine::Folder(f) => f.write_dated(path, bytes, WriteMode::CreateNew, Some(modified)),
+            Engine::Postgres(p) => p.create_dated(path, bytes, modified),
+        }
+    }
+
     pub fn rename(&self, from: &MemPath, to: &MemPath) -> Result<()> {
         each!(self, s => s.rename(from, to))
     }

@@ -543,6 +543,41 @@ impl PgStore {
         Ok(file_meta(bytes.len() as i64, modified, seq).stamp)
     }
 
+    /// Creates `path` with `bytes` and the modification time `modified` (an import keeps
+    /// a memory's age).
+    pub fn create_dated(
+        &self,
+        path: &MemPath,
+        bytes: &[u8],
+        modified: SystemTime,
+    ) -> Result<Stamp> {
+        self.check_writable("writing")?;
+        let rel = path.rel();
+        if rel.is_empty() || self.has_children(&rel)? {
+            return Err(Error::IsFolder {
+                path: path.canonical(),
+            });
+        }
+        self.check_ancestors(path)?;
+        let ns = modified
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let row = self.with(|c| {
+            c.query_opt(
+                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, $4, nextval('memdir_seq')) ON CONFLICT (store, path) DO NOTHING RETURNING modified_ns, seq",
+                &[&self.name, &rel, &bytes, &ns],
+            )
+        })?;
+        let Some(row) = row else {
+            return Err(Error::AlreadyExists {
+                path: path.canonical(),
+            });
+        };
+        let (modified, seq): (i64, i64) = (row.get(0), row.get(1));
+        self.changed(&[(seq, rel)])?;
+        Ok(file_meta(bytes.len() as i64, modified, seq).stamp)
+    }
+
     /// Records changed paths for the watchers of other processes.
     fn changed(&self, changes: &[(i64, String)]) -> Result<()> {
         let seqs: Vec<i64> = changes.iter().map(|(s, _)| *s).collect();
