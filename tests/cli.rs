@@ -411,6 +411,29 @@ fn check_passes_a_sound_store_and_names_every_problem_of_a_damaged_one() {
     );
 }
 
+/// A read-only store is never changed, so `check` cannot remove the temp files of an
+/// interrupted write: it says they are there, and leaves them.
+#[test]
+fn check_of_a_read_only_store_reports_the_temp_files_it_leaves() {
+    let sb = Sandbox::new();
+    let st = sb.store();
+    std::fs::write(st.join("a.md"), "alpha\n").unwrap();
+    std::fs::create_dir_all(st.join(".memdir/tmp")).unwrap();
+    std::fs::write(st.join(".memdir/tmp/.memdir-tmp-1-1"), "half a write").unwrap();
+    let out = Command::new(common::BIN)
+        .args(["--store", &format!("m={}:ro", st.display()), "check"])
+        .env("HOME", sb.tmp.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("1 temp file(s) left by an interrupted write") && text.contains("read-only"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(st.join(".memdir/tmp/.memdir-tmp-1-1").exists());
+}
+
 /// Runs memdir on store folder `root` with `input` on stdin.
 fn memdir_at(root: &std::path::Path, args: &[&str], input: &[u8]) -> (bool, Vec<u8>, String) {
     use std::io::Write as _;

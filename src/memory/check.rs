@@ -47,6 +47,16 @@ fn check_store(md: &Memdir, i: usize) -> StoreCheck {
             "removed {removed} temp file(s) left by an interrupted write (the memories they were for kept their old content)"
         ));
     }
+    let left = if store.read_only {
+        store.temps_left()
+    } else {
+        0
+    };
+    if left > 0 {
+        c.notes.push(format!(
+            "{left} temp file(s) left by an interrupted write are in `.memdir/tmp` (the memories they were for kept their old content); the store is read-only, so they stay until memdir serves it read-write once"
+        ));
+    }
     check_index(md, i, &current, &mut c);
     c
 }

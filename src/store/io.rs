@@ -345,6 +345,19 @@ impl FolderStore {
         Ok(Dir::from_std_file(file.into_std()))
     }
 
+    /// How many temp files of interrupted writes the store holds (a read-only store keeps
+    /// them: it is never changed).
+    pub fn temps_left(&self) -> usize {
+        let Ok(dir) = self.dir.open_dir(TEMP_DIR) else {
+            return 0;
+        };
+        let Ok(entries) = dir.entries() else { return 0 };
+        entries
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with(TEMP_PREFIX))
+            .count()
+    }
+
     /// Removes every temp file. Only called while holding the store lock, when no writer
     /// can be between creating a temp file and renaming it.
     pub(super) fn remove_stale_temps(&self) {

@@ -94,6 +94,14 @@ impl Store {
     }
 
     /// Temp files of interrupted writes this process removed (folders only).
+    /// Temp files of interrupted writes still in the store (a database holds none).
+    pub fn temps_left(&self) -> usize {
+        match &self.engine {
+            Engine::Folder(f) => f.temps_left(),
+            Engine::Postgres(_) => 0,
+        }
+    }
+
     pub fn temps_removed(&self) -> usize {
         match &self.engine {
             Engine::Folder(f) => f.temps_removed(),
