@@ -427,7 +427,8 @@ fn check_of_a_read_only_store_reports_the_temp_files_it_leaves() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("1 temp file(s) left by an interrupted write") && text.contains("read-only"),
+        text.contains("1 temp file(s) in `.memdir/tmp`, left by an interrupted write")
+            && text.contains("read-only"),
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
