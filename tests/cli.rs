@@ -427,7 +427,8 @@ fn check_of_a_read_only_store_reports_the_temp_files_it_leaves() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.contains("1 temp file(s) left by an interrupted write") && text.contains("read-only"),
+        text.contains("1 temp file(s) in `.memdir/tmp`, left by an interrupted write")
+            && text.contains("read-only"),
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -556,6 +557,46 @@ fn an_import_keeps_each_memory_s_age_from_its_last_version() {
     let (ok, out, err) = memdir_at(&b, &["history", "--json", "notes/a.md"], b"");
     assert!(ok, "{err}");
     assert_eq!(String::from_utf8(out).unwrap().lines().count(), 1);
+
+    // Moved in March 2026, unchanged: a move keeps the content's time, as a move on disk
+    // keeps the file's. And an archive's time in the future is taken as now.
+    let mut lines: Vec<serde_json::Value> = old
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["versions"] = 2.into();
+    lines[1]["file"] = "notes/b.md".into();
+    let mut moved = lines[2].clone();
+    let record = moved["record"].as_object_mut().unwrap();
+    record.insert("version".into(), 2.into());
+    record.insert("op".into(), "renamed".into());
+    record.insert("path".into(), "notes/b.md".into());
+    record.insert("from".into(), "notes/a.md".into());
+    record.insert("at".into(), "2026-03-01T00:00:00Z".into());
+    record.remove("content");
+    lines.push(moved);
+    let c = sb.tmp.path().join("moved");
+    let archive: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    let (ok, _, err) = memdir_at(&c, &["import"], archive.as_bytes());
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir_at(&c, &["list", "--json"], b"");
+    assert!(ok, "{err}");
+    assert!(
+        String::from_utf8_lossy(&out).contains("\"updated_at\":\"2025-01-02T03:04:05"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    let future = old.replace("2025-01-02T03:04:05Z", "2999-01-01T00:00:00Z");
+    let d = sb.tmp.path().join("future");
+    let (ok, _, err) = memdir_at(&d, &["import"], future.as_bytes());
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir_at(&d, &["list", "--json"], b"");
+    assert!(ok, "{err}");
+    assert!(
+        !String::from_utf8_lossy(&out).contains("2999"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
 }
 
 /// Hidden memories and those under `node_modules` (a tool can write them; list and search

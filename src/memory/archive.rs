@@ -98,22 +98,26 @@ pub fn import(md: &Memdir, store: Option<&str>, input: &mut dyn BufRead) -> Resu
 fn last_changes(
     records: &[Record],
 ) -> std::collections::HashMap<&str, (&str, std::time::SystemTime)> {
+    let now = std::time::SystemTime::now();
     let mut last = std::collections::HashMap::new();
     for r in records {
         if r.op == history::Op::Deleted || r.redacted {
             last.remove(r.path.as_str());
             continue;
         }
-        if let Some(from) = &r.from {
-            last.remove(from.as_str());
-        }
-        let Some(secs) = crate::text::parse_instant(&r.at).and_then(|s| u64::try_from(s).ok())
-        else {
-            last.remove(r.path.as_str());
-            continue;
+        let before = r.from.as_deref().and_then(|from| last.remove(from));
+        // A move keeps the file's time (the content did not change); an edit or a
+        // creation takes its own. An archive is untrusted: no time after now.
+        let at = match before {
+            Some((sha, at)) if r.op == history::Op::Renamed && sha == r.sha256 => Some(at),
+            _ => crate::text::parse_instant(&r.at)
+                .and_then(|s| u64::try_from(s).ok())
+                .map(|s| (std::time::UNIX_EPOCH + std::time::Duration::from_secs(s)).min(now)),
         };
-        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
-        last.insert(r.path.as_str(), (r.sha256.as_str(), at));
+        match at {
+            Some(at) => last.insert(r.path.as_str(), (r.sha256.as_str(), at)),
+            None => last.remove(r.path.as_str()),
+        };
     }
     last
 }

@@ -54,7 +54,7 @@ fn check_store(md: &Memdir, i: usize) -> StoreCheck {
     };
     if left > 0 {
         c.notes.push(format!(
-            "{left} temp file(s) left by an interrupted write are in `.memdir/tmp` (the memories they were for kept their old content); the store is read-only, so they stay until memdir serves it read-write once"
+            "{left} temp file(s) in `.memdir/tmp`, left by an interrupted write (the memories they were for kept their old content) or of a write under way in another process; the store is read-only here, so they stay until memdir serves it read-write"
         ));
     }
     check_index(md, i, &current, &mut c);

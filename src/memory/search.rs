@@ -72,7 +72,10 @@ fn cursor_offset(cursor: Option<&str>, search: &str) -> Result<(usize, Option<St
     let (offset, of) = c.split_once('-').ok_or_else(invalid)?;
     let offset = offset.parse::<usize>().map_err(|_| invalid())?;
     let (of, left) = match of.split_once('-') {
-        Some((of, left)) => (of, Some(left.to_owned())),
+        Some((of, left)) if left.len() == 8 && left.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            (of, Some(left.to_owned()))
+        }
+        Some(_) => return Err(invalid()),
         None => (of, None),
     };
     if of != search {

@@ -93,8 +93,7 @@ impl Store {
         each!(self, s => s.host_key())
     }
 
-    /// Temp files of interrupted writes this process removed (folders only).
-    /// Temp files of interrupted writes still in the store (a database holds none).
+    /// Temp files still in the store (a database holds none).
     pub fn temps_left(&self) -> usize {
         match &self.engine {
             Engine::Folder(f) => f.temps_left(),
@@ -102,6 +101,7 @@ impl Store {
         }
     }
 
+    /// Temp files of interrupted writes this process removed (folders only).
     pub fn temps_removed(&self) -> usize {
         match &self.engine {
             Engine::Folder(f) => f.temps_removed(),

@@ -235,6 +235,28 @@ impl PgStore {
     /// after a failure to connect, only a short while, so the several steps of one call
     /// do not each wait the whole time for a database that is away.
     fn connection(&self) -> Result<Pooled> {
+        // A connection the server closed, found by the silent check, is passed over: at
+        // most the pool's size of them, then one new connection.
+        for _ in 0..=conn::POOL_SIZE {
+            let mut conn = self.pooled()?;
+            if !self.check_if_silent(&mut conn)? {
+                conn.lost = true;
+                continue;
+            }
+            if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
+                schema::migrate(&mut conn, self.read_only).map_err(|e| self.unavailable(e))?;
+                self.ready.store(true, std::sync::atomic::Ordering::Release);
+            }
+            return Ok(conn);
+        }
+        Err(self.unavailable(
+            "no connection to the database answered; retry (memdir reconnects by itself)",
+        ))
+    }
+
+    /// A connection from the pool, as [`connection`](Self::connection) describes, not
+    /// yet checked.
+    fn pooled(&self) -> Result<Pooled> {
         let recently_down = self
             .down_at
             .lock()
@@ -247,14 +269,8 @@ impl PgStore {
         };
         let mut down_at = self.down_at.lock().unwrap_or_else(|e| e.into_inner());
         match got {
-            Ok(mut conn) => {
+            Ok(conn) => {
                 *down_at = None;
-                drop(down_at);
-                self.check_if_silent(&mut conn)?;
-                if !self.ready.load(std::sync::atomic::Ordering::Acquire) {
-                    schema::migrate(&mut conn, self.read_only).map_err(|e| self.unavailable(e))?;
-                    self.ready.store(true, std::sync::atomic::Ordering::Release);
-                }
                 Ok(conn)
             }
             Err(e) => {
@@ -268,18 +284,21 @@ impl PgStore {
     /// pooled connection is checked with an empty query within [`SILENT_CHECK`] before it
     /// is used: the other idle connections lead to the same frozen server, and each would
     /// hold its call for the whole answer time-out. The first answer ends the checks.
-    fn check_if_silent(&self, conn: &mut Pooled) -> Result<()> {
+    /// `false` for a connection the server closed (take another: the database may be
+    /// back); an error when it did not answer.
+    fn check_if_silent(&self, conn: &mut Pooled) -> Result<bool> {
         let mut silent_at = self.silent_at.lock().unwrap_or_else(|e| e.into_inner());
         if !silent_at.is_some_and(|at| at.elapsed() < SILENT_MEMORY) {
             *silent_at = None;
-            return Ok(());
+            return Ok(true);
         }
         drop(silent_at);
         match conn.client.answers(SILENT_CHECK) {
             Ok(()) => {
                 *self.silent_at.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                Ok(())
+                Ok(true)
             }
+            Err(e) if conn::is_lost(&e) => Ok(false),
             Err(e) => {
                 conn.lost = true;
                 Err(self.failed(&match e {
