@@ -972,6 +972,12 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         "{}",
         ran.stderr
     );
+    // Nothing found is said of the stores that were read only.
+    let ran = cli_ok(&[&["search", "zebra"], &store_flags[..]].concat(), b"");
+    assert_eq!(
+        ran.out(),
+        "no memory matches \"zebra\" (not counting /team, which could not be read)\n"
+    );
 
     // The console: the front page shows the store as unavailable (not as an empty store
     // offering an import), and a search says which store it did not search.
