@@ -1664,6 +1664,37 @@ fn pump(
     }
 }
 
+/// Regression: a store whose database was away at start, then came back without the TLS
+/// its URL requires, failed every call with "cannot reach the database … memdir
+/// reconnects by itself", an outage to wait out. The error now names TLS and `sslmode`.
+/// And, as libpq, a local socket never uses TLS, whatever `sslmode` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_that_fails_after_the_start_is_named_and_sockets_ignore_sslmode() {
+    let (pg, db) = pg_store("tlslater");
+    let socket_require = format!(
+        "memories=postgresql://postgres@/{db}?host={}&port={}&sslmode=require",
+        pg.socket_dir().display(),
+        pg.port()
+    );
+    cli_ok(&["list", "--store", &socket_require], b"");
+
+    // Through the relay, the server offers no TLS (a socket behind it).
+    let relay = Relay::start(pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port())));
+    relay.set_frozen(true);
+    let url = format!(
+        "memories=postgresql://postgres@127.0.0.1:{}/{db}?sslmode=require",
+        relay.port
+    );
+    let s = Agent::start(&store_args(&url), "tls-later").await;
+    relay.set_frozen(false);
+    let e = s.err("memory_list", json!({"path": "/memories"})).await;
+    assert!(
+        e.contains("TLS") && e.contains("sslmode") && !e.contains("reconnects by itself"),
+        "{e}"
+    );
+    s.stop().await;
+}
+
 /// Regression: a database that stopped answering (its host frozen: the socket stays open,
 /// nothing comes back) hung every call that used it, for ever, and the server start with
 /// it. Each call must now fail within the answer time-out, saying the database did not
