@@ -1595,7 +1595,17 @@ struct Relay {
     /// When set, the relay freezes as it passes a chunk from memdir holding these bytes
     /// (holding that chunk back).
     freeze_at: Arc<Mutex<Option<&'static [u8]>>>,
+    /// When set, the relay closes the connection instead of passing a chunk from memdir
+    /// holding these bytes: the server never sees it, memdir never hears back.
+    cut_at: Arc<Mutex<Option<&'static [u8]>>>,
 }
+
+/// What a pump watches for in memdir's bytes: `(freeze at, cut at)`, and how to cut.
+type Triggers = (
+    Arc<Mutex<Option<&'static [u8]>>>,
+    Arc<Mutex<Option<&'static [u8]>>>,
+    Box<dyn Fn() + Send>,
+);
 
 impl Relay {
     fn start(socket: PathBuf) -> Relay {
@@ -1603,7 +1613,12 @@ impl Relay {
         let port = listener.local_addr().unwrap().port();
         let frozen = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let freeze_at = Arc::new(Mutex::new(None));
-        let (gate, trigger) = (Arc::clone(&frozen), Arc::clone(&freeze_at));
+        let cut_at = Arc::new(Mutex::new(None));
+        let (gate, trigger, cutter) = (
+            Arc::clone(&frozen),
+            Arc::clone(&freeze_at),
+            Arc::clone(&cut_at),
+        );
         std::thread::spawn(move || {
             for down in listener.incoming().flatten() {
                 let Ok(up) = std::os::unix::net::UnixStream::connect(&socket) else {
@@ -1611,7 +1626,12 @@ impl Relay {
                 };
                 let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
                 let (g1, g2) = (Arc::clone(&gate), Arc::clone(&gate));
-                let t1 = Some(Arc::clone(&trigger));
+                let (down3, up3) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+                let cut = Box::new(move || {
+                    let _ = down3.shutdown(std::net::Shutdown::Both);
+                    let _ = up3.shutdown(std::net::Shutdown::Both);
+                });
+                let t1 = Some((Arc::clone(&trigger), Arc::clone(&cutter), cut as _));
                 std::thread::spawn(move || pump(down, up, g1, t1));
                 std::thread::spawn(move || pump(up2, down2, g2, None));
             }
@@ -1620,7 +1640,14 @@ impl Relay {
             port,
             frozen,
             freeze_at,
+            cut_at,
         }
+    }
+
+    /// Closes the connection at the next chunk from memdir that holds `bytes`, which is
+    /// not passed on.
+    fn cut_at(&self, bytes: &'static [u8]) {
+        *self.cut_at.lock().unwrap() = Some(bytes);
     }
 
     /// Freezes at the next chunk from memdir that holds `bytes`.
@@ -1640,7 +1667,7 @@ fn pump(
     mut from: impl std::io::Read,
     mut to: impl std::io::Write,
     gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
-    trigger: Option<Arc<Mutex<Option<&'static [u8]>>>>,
+    triggers: Option<Triggers>,
 ) {
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
@@ -1648,9 +1675,18 @@ fn pump(
             break;
         }
         let (lock, thawed) = &*gate;
-        if let Some(trigger) = &trigger {
-            let mut armed = trigger.lock().unwrap();
-            if armed.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t)) {
+        if let Some((freeze, cut, cutting)) = &triggers {
+            let holds = |armed: &Option<&[u8]>| {
+                armed.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t))
+            };
+            let mut armed = cut.lock().unwrap();
+            if holds(&armed) {
+                *armed = None;
+                cutting();
+                break;
+            }
+            let mut armed = freeze.lock().unwrap();
+            if holds(&armed) {
                 *armed = None;
                 *lock.lock().unwrap() = true;
             }
@@ -1691,6 +1727,44 @@ async fn tls_that_fails_after_the_start_is_named_and_sockets_ignore_sslmode() {
         "{e}"
     );
     s.stop().await;
+}
+
+/// Regression: an import whose commit went unanswered (the connection lost as the
+/// `COMMIT` went out) printed "imported" and exited 0, while nothing was stored. It must
+/// fail, saying the import may or may not have been stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_whose_commit_goes_unanswered_fails_and_says_so() {
+    let (pg, db) = pg_store("cutimport");
+    let direct = format!("memories={}", pg.url(&db));
+    // The tables first, directly: the import's own commit is the one cut.
+    cli_ok(&["list", "--store", &direct], b"");
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("kept.md"), "a memory to move\n").unwrap();
+    let folder = format!("memories={}", sb.store().display());
+    let archive = cli_ok(&["export", "--store", &folder], b"").stdout;
+
+    let relay = Relay::start(pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port())));
+    let through = format!(
+        "memories=postgresql://postgres@127.0.0.1:{}/{db}?sslmode=disable",
+        relay.port
+    );
+    relay.cut_at(b"COMMIT");
+    let ran = cli(&["import", "--store", &through], &archive);
+    assert!(
+        !ran.ok,
+        "the import said it worked: {}{}",
+        ran.out(),
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("may or may not have been stored") && !ran.out().contains("imported"),
+        "{}{}",
+        ran.out(),
+        ran.stderr
+    );
+    // The commit never reached the server.
+    let listed = cli_ok(&["list", "--store", &direct], b"").out();
+    assert!(listed.starts_with("no memories"), "{listed}");
 }
 
 /// Regression: a database that stopped answering (its host frozen: the socket stays open,

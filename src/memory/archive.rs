@@ -176,15 +176,20 @@ fn fill(
             None => s.write(p, content.as_bytes(), WriteMode::CreateNew),
         };
         if let Err(e) = made {
-            return Err(undo(&written, e));
+            let e = undo(&written, e);
+            lock.abandon();
+            return Err(e);
         }
         written.push(p);
     }
     if !records.is_empty()
         && let Err(e) = history::import_records(s, &lock, records)
     {
-        return Err(undo(&written, e));
+        let e = undo(&written, e);
+        lock.abandon();
+        return Err(e);
     }
-    drop(lock);
-    Ok(())
+    // A database commits here: its failure is the import's (nothing was imported, or,
+    // when the commit went unanswered, maybe all of it).
+    lock.finish()
 }
