@@ -279,18 +279,33 @@ fn import(memdir: &Memdir, store: Option<&str>, json: bool) -> anyhow::Result<()
 }
 
 /// What a path names, for saying there is nothing there: `/memories/notes`, or every
-/// store (`/memories, /docs`).
-fn scope(memdir: &Memdir, raw: &str) -> String {
+/// store (`/memories, /docs`) but those that could not be read (`missing`).
+fn scope(memdir: &Memdir, raw: &str, missing: &std::collections::HashSet<String>) -> String {
     let names: Vec<&str> = memdir.stores().iter().map(|s| s.name.as_str()).collect();
     match crate::path::parse(raw, &names) {
         Ok(Target::Path(p)) => p.canonical(),
         Ok(Target::AllStores) => names
             .iter()
             .map(|n| format!("/{n}"))
+            .filter(|n| !missing.contains(n))
             .collect::<Vec<_>>()
             .join(", "),
         Err(_) => raw.to_owned(),
     }
+}
+
+/// What a count over every store leaves out: ` (not counting /team, which could not be
+/// read)`, or nothing.
+fn not_counting(missing: &std::collections::HashSet<String>) -> String {
+    if missing.is_empty() {
+        return String::new();
+    }
+    let mut stores: Vec<&str> = missing.iter().map(String::as_str).collect();
+    stores.sort_unstable();
+    format!(
+        " (not counting {}, which could not be read)",
+        stores.join(", ")
+    )
 }
 
 /// Says on stderr which stores an answer over every store went on without, each once
@@ -356,7 +371,7 @@ fn list(memdir: &Memdir, path: &str, depth: Option<usize>, json: bool) -> anyhow
         }
     }
     if shown == 0 && !json {
-        println!("no memories in {}", scope(memdir, path));
+        println!("no memories in {}", scope(memdir, path, &warned));
     }
     Ok(())
 }
@@ -384,7 +399,10 @@ fn history(
         return Ok(());
     }
     if r.versions.is_empty() && !json {
-        println!("no versions of {}", scope(memdir, path));
+        println!(
+            "no versions of {}",
+            scope(memdir, path, &Default::default())
+        );
     }
     for v in r.versions {
         if json {
@@ -498,7 +516,8 @@ fn search(
         ..Default::default()
     }
     .run(memdir, &|_, _| {})?;
-    warn_unavailable(&r.unavailable, &mut std::collections::HashSet::new());
+    let mut missing = std::collections::HashSet::new();
+    warn_unavailable(&r.unavailable, &mut missing);
     // Said first, and also before "no memory matches": an empty answer from a store whose
     // vectors were never computed is not a search by meaning.
     if let Some(c) = r.coverage
@@ -513,8 +532,11 @@ fn search(
     if r.hits.is_empty() && !json {
         let query = crate::text::head_chars(query, 200);
         match path {
-            Some(path) => println!("no memory matches {query:?} in {}", scope(memdir, path)),
-            None => println!("no memory matches {query:?}"),
+            Some(path) => println!(
+                "no memory matches {query:?} in {}",
+                scope(memdir, path, &missing)
+            ),
+            None => println!("no memory matches {query:?}{}", not_counting(&missing)),
         }
         return Ok(());
     }
@@ -838,8 +860,9 @@ fn review(memdir: &Memdir, path: &str, days: u64, json: bool) -> anyhow::Result<
     }
     if !json {
         println!(
-            "{count} memor{} not updated for {days} days or more: keep, update or delete each",
-            plural_y(count)
+            "{count} memor{} not updated for {days} days or more{}: keep, update or delete each",
+            plural_y(count),
+            not_counting(&warned)
         );
     }
     Ok(())

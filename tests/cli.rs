@@ -517,10 +517,39 @@ fn an_import_keeps_each_memory_s_age_from_its_last_version() {
     std::fs::create_dir_all(a.join("notes")).unwrap();
     std::fs::write(a.join("notes/a.md"), "an old note\n").unwrap();
     assert!(memdir_at(&a, &["history", "notes/a.md"], b"").0);
+    // Last changed in May 2024: the archive says so, and the import dates the file so.
+    let aged = std::fs::File::options()
+        .write(true)
+        .open(a.join("notes/a.md"))
+        .unwrap();
+    aged.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_715_000_000))
+        .unwrap();
+    drop(aged);
     let (ok, archive, err) = memdir_at(&a, &["export"], b"");
     assert!(ok, "{err}");
-    // The same archive, its versions made in January 2025.
-    let text = String::from_utf8(archive).unwrap();
+    let dated = sb.tmp.path().join("dated");
+    let (ok, _, err) = memdir_at(&dated, &["import"], &archive);
+    assert!(ok, "{err}");
+    let (ok, out, err) = memdir_at(&dated, &["list", "--json"], b"");
+    assert!(ok, "{err}");
+    assert!(
+        String::from_utf8_lossy(&out).contains("\"updated_at\":\"2024-05-06T12:53:20"),
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
+    // An archive of an earlier memdir, without file times, its versions made in January
+    // 2025: a memory whose content is its last version's takes that version's time.
+    let text: String = String::from_utf8(archive)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            if let Some(line) = v.as_object_mut() {
+                line.remove("modified");
+            }
+            format!("{v}\n")
+        })
+        .collect();
     let mut old = String::new();
     let mut rest = text.as_str();
     while let Some(at) = rest.find("\"at\":\"") {

@@ -972,6 +972,12 @@ async fn with_one_database_down_calls_over_every_store_answer_from_the_others() 
         "{}",
         ran.stderr
     );
+    // Nothing found is said of the stores that were read only.
+    let ran = cli_ok(&[&["search", "zebra"], &store_flags[..]].concat(), b"");
+    assert_eq!(
+        ran.out(),
+        "no memory matches \"zebra\" (not counting /team, which could not be read)\n"
+    );
 
     // The console: the front page shows the store as unavailable (not as an empty store
     // offering an import), and a search says which store it did not search.
@@ -1312,21 +1318,19 @@ async fn export_and_import_move_a_store_between_a_folder_and_postgresql() {
     assert_held_by(&pg, &db);
     assert_eq!(cli_history(&postgres), original_history);
     assert_eq!(cli_contents(&postgres), original_contents);
-    // Each memory keeps its age: the time of its last version, to the second.
-    let listed = cli_ok(&["list", "--store", &postgres, "/", "--json"], b"").out();
-    for line in listed.lines() {
-        let entry: Value = serde_json::from_str(line).unwrap();
-        let last = original_history
-            .iter()
-            .filter(|r| r["path"] == entry["path"])
-            .max_by_key(|r| r["version"].as_u64())
-            .unwrap_or_else(|| panic!("a version of {entry}"));
-        assert_eq!(
-            entry["updated_at"].as_str().unwrap()[..19],
-            last["at"].as_str().unwrap()[..19],
-            "{entry} after {last}"
-        );
-    }
+    // Each memory keeps its age: the file's time, to the second.
+    let ages = |spec: &str| -> Vec<(String, String)> {
+        cli_ok(&["list", "--store", spec, "/", "--json"], b"")
+            .out()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|e| {
+                let at = e["updated_at"].as_str().unwrap()[..19].to_owned();
+                (e["path"].as_str().unwrap().to_owned(), at)
+            })
+            .collect()
+    };
+    assert_eq!(ages(&postgres), ages(&folder));
     // The imported history is whole: an old version restores from it.
     let s = Agent::start(&store_args(&postgres), "checker").await;
     let r = s
@@ -1591,7 +1595,17 @@ struct Relay {
     /// When set, the relay freezes as it passes a chunk from memdir holding these bytes
     /// (holding that chunk back).
     freeze_at: Arc<Mutex<Option<&'static [u8]>>>,
+    /// When set, the relay closes the connection instead of passing a chunk from memdir
+    /// holding these bytes: the server never sees it, memdir never hears back.
+    cut_at: Arc<Mutex<Option<&'static [u8]>>>,
 }
+
+/// What a pump watches for in memdir's bytes: `(freeze at, cut at)`, and how to cut.
+type Triggers = (
+    Arc<Mutex<Option<&'static [u8]>>>,
+    Arc<Mutex<Option<&'static [u8]>>>,
+    Box<dyn Fn() + Send>,
+);
 
 impl Relay {
     fn start(socket: PathBuf) -> Relay {
@@ -1599,7 +1613,12 @@ impl Relay {
         let port = listener.local_addr().unwrap().port();
         let frozen = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         let freeze_at = Arc::new(Mutex::new(None));
-        let (gate, trigger) = (Arc::clone(&frozen), Arc::clone(&freeze_at));
+        let cut_at = Arc::new(Mutex::new(None));
+        let (gate, trigger, cutter) = (
+            Arc::clone(&frozen),
+            Arc::clone(&freeze_at),
+            Arc::clone(&cut_at),
+        );
         std::thread::spawn(move || {
             for down in listener.incoming().flatten() {
                 let Ok(up) = std::os::unix::net::UnixStream::connect(&socket) else {
@@ -1607,7 +1626,12 @@ impl Relay {
                 };
                 let (down2, up2) = (down.try_clone().unwrap(), up.try_clone().unwrap());
                 let (g1, g2) = (Arc::clone(&gate), Arc::clone(&gate));
-                let t1 = Some(Arc::clone(&trigger));
+                let (down3, up3) = (down.try_clone().unwrap(), up.try_clone().unwrap());
+                let cut = Box::new(move || {
+                    let _ = down3.shutdown(std::net::Shutdown::Both);
+                    let _ = up3.shutdown(std::net::Shutdown::Both);
+                });
+                let t1 = Some((Arc::clone(&trigger), Arc::clone(&cutter), cut as _));
                 std::thread::spawn(move || pump(down, up, g1, t1));
                 std::thread::spawn(move || pump(up2, down2, g2, None));
             }
@@ -1616,7 +1640,14 @@ impl Relay {
             port,
             frozen,
             freeze_at,
+            cut_at,
         }
+    }
+
+    /// Closes the connection at the next chunk from memdir that holds `bytes`, which is
+    /// not passed on.
+    fn cut_at(&self, bytes: &'static [u8]) {
+        *self.cut_at.lock().unwrap() = Some(bytes);
     }
 
     /// Freezes at the next chunk from memdir that holds `bytes`.
@@ -1636,7 +1667,7 @@ fn pump(
     mut from: impl std::io::Read,
     mut to: impl std::io::Write,
     gate: Arc<(Mutex<bool>, std::sync::Condvar)>,
-    trigger: Option<Arc<Mutex<Option<&'static [u8]>>>>,
+    triggers: Option<Triggers>,
 ) {
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
@@ -1644,9 +1675,18 @@ fn pump(
             break;
         }
         let (lock, thawed) = &*gate;
-        if let Some(trigger) = &trigger {
-            let mut armed = trigger.lock().unwrap();
-            if armed.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t)) {
+        if let Some((freeze, cut, cutting)) = &triggers {
+            let holds = |armed: &Option<&[u8]>| {
+                armed.is_some_and(|t| buf[..n].windows(t.len()).any(|w| w == t))
+            };
+            let mut armed = cut.lock().unwrap();
+            if holds(&armed) {
+                *armed = None;
+                cutting();
+                break;
+            }
+            let mut armed = freeze.lock().unwrap();
+            if holds(&armed) {
                 *armed = None;
                 *lock.lock().unwrap() = true;
             }
@@ -1656,6 +1696,75 @@ fn pump(
             break;
         }
     }
+}
+
+/// Regression: a store whose database was away at start, then came back without the TLS
+/// its URL requires, failed every call with "cannot reach the database … memdir
+/// reconnects by itself", an outage to wait out. The error now names TLS and `sslmode`.
+/// And, as libpq, a local socket never uses TLS, whatever `sslmode` says.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_that_fails_after_the_start_is_named_and_sockets_ignore_sslmode() {
+    let (pg, db) = pg_store("tlslater");
+    let socket_require = format!(
+        "memories=postgresql://postgres@/{db}?host={}&port={}&sslmode=require",
+        pg.socket_dir().display(),
+        pg.port()
+    );
+    cli_ok(&["list", "--store", &socket_require], b"");
+
+    // Through the relay, the server offers no TLS (a socket behind it).
+    let relay = Relay::start(pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port())));
+    relay.set_frozen(true);
+    let url = format!(
+        "memories=postgresql://postgres@127.0.0.1:{}/{db}?sslmode=require",
+        relay.port
+    );
+    let s = Agent::start(&store_args(&url), "tls-later").await;
+    relay.set_frozen(false);
+    let e = s.err("memory_list", json!({"path": "/memories"})).await;
+    assert!(
+        e.contains("TLS") && e.contains("sslmode") && !e.contains("reconnects by itself"),
+        "{e}"
+    );
+    s.stop().await;
+}
+
+/// Regression: an import whose commit went unanswered (the connection lost as the
+/// `COMMIT` went out) printed "imported" and exited 0, while nothing was stored. It must
+/// fail, saying the import may or may not have been stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_whose_commit_goes_unanswered_fails_and_says_so() {
+    let (pg, db) = pg_store("cutimport");
+    let direct = format!("memories={}", pg.url(&db));
+    // The tables first, directly: the import's own commit is the one cut.
+    cli_ok(&["list", "--store", &direct], b"");
+    let sb = Sandbox::new();
+    std::fs::write(sb.store().join("kept.md"), "a memory to move\n").unwrap();
+    let folder = format!("memories={}", sb.store().display());
+    let archive = cli_ok(&["export", "--store", &folder], b"").stdout;
+
+    let relay = Relay::start(pg.socket_dir().join(format!(".s.PGSQL.{}", pg.port())));
+    let through = format!(
+        "memories=postgresql://postgres@127.0.0.1:{}/{db}?sslmode=disable",
+        relay.port
+    );
+    relay.cut_at(b"COMMIT");
+    let ran = cli(&["import", "--store", &through], &archive);
+    assert!(
+        !ran.ok,
+        "the import said it worked: {}{}",
+        ran.out(),
+        ran.stderr
+    );
+    assert!(
+        ran.stderr.contains("may or may not have been stored") && !ran.out().contains("imported"),
+        "{}{}",
+        ran.out(),
+        ran.stderr
+    );
+    // The commit never reached the server.
+    let listed = cli_ok(&["list", "--store", &direct], b"").out();
+    assert!(listed.starts_with("no memories"), "{listed}");
 }
 
 /// Regression: a database that stopped answering (its host frozen: the socket stays open,

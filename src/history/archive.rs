@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! {"memdir_archive":1,"store":"memories","files":2,"versions":3}
-//! {"file":"notes/rust.md","content":"..."}
+//! {"file":"notes/rust.md","content":"...","modified":"2026-11-27T15:04:05Z"}
 //! {"record":{"version":1,"op":"created","path":"notes/rust.md",...,"content":"..."}}
 //! ```
 //!
@@ -36,6 +36,9 @@ enum Line {
     File {
         file: String,
         content: String,
+        /// The file's last change, RFC 3339 UTC (absent in archives of earlier memdir).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        modified: Option<String>,
     },
     Record {
         record: Record,
@@ -55,8 +58,18 @@ pub struct ArchiveSummary {
 /// goes, as the caller checked it) and its history records.
 #[derive(Debug)]
 pub struct Archive<P> {
-    pub files: Vec<(P, String)>,
+    /// Each memory: where it goes, its content, and its last change when the archive
+    /// says (never after the time it was read).
+    pub files: Vec<(P, String, Option<std::time::SystemTime>)>,
     pub records: Vec<Record>,
+}
+
+/// An archive's time, as a time no later than now (an archive is untrusted: a time in
+/// the future would keep a memory fresh for ever); `None` if it is not one.
+pub fn time_of(text: &str) -> Option<std::time::SystemTime> {
+    let secs = u64::try_from(crate::text::parse_instant(text)?).ok()?;
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs);
+    Some(at.min(std::time::SystemTime::now()))
 }
 
 /// The error for line `n` of an archive.
@@ -66,12 +79,12 @@ fn bad(n: usize, why: String) -> Error {
     ))
 }
 
-/// Writes an archive of store `store`: its memories (`(path in the store, content)`) and
-/// its history records.
+/// Writes an archive of store `store`: its memories (`(path in the store, content, last
+/// change)`) and its history records.
 pub fn write(
     out: &mut dyn Write,
     store: &str,
-    files: Vec<(String, String)>,
+    files: Vec<(String, String, std::time::SystemTime)>,
     records: Vec<Record>,
 ) -> Result<()> {
     let io = |e: std::io::Error| Error::io("the archive", &e);
@@ -85,8 +98,12 @@ pub fn write(
         files: files.len(),
         versions: records.len(),
     })?;
-    for (file, content) in files {
-        line(&Line::File { file, content })?;
+    for (file, content, modified) in files {
+        line(&Line::File {
+            file,
+            content,
+            modified: Some(crate::text::rfc3339(modified)),
+        })?;
     }
     for record in records {
         line(&Line::Record { record })?;
@@ -131,9 +148,22 @@ pub fn read<P>(
             Line::File {
                 file: path,
                 content,
+                modified,
             } => {
                 let at = file(&path, &content).map_err(|why| bad(n, why))?;
-                archive.files.push((at, content));
+                let modified = match modified {
+                    None => None,
+                    Some(m) => Some(time_of(&m).ok_or_else(|| {
+                        bad(
+                            n,
+                            format!(
+                                "has a `modified` that is not an RFC 3339 time: `{}`",
+                                crate::text::head_chars(&m, 60)
+                            ),
+                        )
+                    })?),
+                };
+                archive.files.push((at, content, modified));
             }
             Line::Record { record } => archive.records.push(record),
         }

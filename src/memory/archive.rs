@@ -40,7 +40,7 @@ pub fn export(md: &Memdir, store: Option<&str>, out: &mut dyn Write) -> Result<A
     entries.sort_by(|a, b| a.path.segments.cmp(&b.path.segments));
     for e in entries.into_iter().filter(|e| e.kind == EntryKind::File) {
         match md.current(&e.path) {
-            Ok(Some(cur)) => files.push((e.path.rel(), cur.text)),
+            Ok(Some(cur)) => files.push((e.path.rel(), cur.text, cur.modified)),
             Ok(None) => {}
             Err(err) => summary
                 .skipped
@@ -98,7 +98,6 @@ pub fn import(md: &Memdir, store: Option<&str>, input: &mut dyn BufRead) -> Resu
 fn last_changes(
     records: &[Record],
 ) -> std::collections::HashMap<&str, (&str, std::time::SystemTime)> {
-    let now = std::time::SystemTime::now();
     let mut last = std::collections::HashMap::new();
     for r in records {
         if r.op == history::Op::Deleted || r.redacted {
@@ -110,9 +109,7 @@ fn last_changes(
         // creation takes its own. An archive is untrusted: no time after now.
         let at = match before {
             Some((sha, at)) if r.op == history::Op::Renamed && sha == r.sha256 => Some(at),
-            _ => crate::text::parse_instant(&r.at)
-                .and_then(|s| u64::try_from(s).ok())
-                .map(|s| (std::time::UNIX_EPOCH + std::time::Duration::from_secs(s)).min(now)),
+            _ => archive::time_of(&r.at),
         };
         match at {
             Some(at) => last.insert(r.path.as_str(), (r.sha256.as_str(), at)),
@@ -128,7 +125,7 @@ fn last_changes(
 fn fill(
     md: &Memdir,
     root: &MemPath,
-    files: &[(MemPath, String)],
+    files: &[(MemPath, String, Option<std::time::SystemTime>)],
     records: &[Record],
 ) -> Result<()> {
     let s = md.store(root);
@@ -166,25 +163,33 @@ fn fill(
         Error::InvalidArgument(format!("{e}; nothing was imported"))
     };
     let ages = last_changes(records);
-    for (p, content) in files {
-        // A memory whose content is its last version's takes that version's time, so
-        // its age (review, the freshness note, sort by age) survives the move.
-        let made = match ages.get(p.rel().as_str()) {
-            Some((sha, at)) if *sha == crate::text::sha256_hex(content.as_bytes()) => {
-                s.create_dated(p, content.as_bytes(), *at)
-            }
-            _ => s.write(p, content.as_bytes(), WriteMode::CreateNew),
+    for (p, content, modified) in files {
+        // A memory keeps its age (review, the freshness note, sort by age): the file's
+        // time the archive gives, else, in an archive without file times, its last
+        // version's when the content is that version's.
+        let dated = modified.or_else(|| match ages.get(p.rel().as_str()) {
+            Some((sha, at)) if *sha == crate::text::sha256_hex(content.as_bytes()) => Some(*at),
+            _ => None,
+        });
+        let made = match dated {
+            Some(at) => s.create_dated(p, content.as_bytes(), at),
+            None => s.write(p, content.as_bytes(), WriteMode::CreateNew),
         };
         if let Err(e) = made {
-            return Err(undo(&written, e));
+            let e = undo(&written, e);
+            lock.abandon();
+            return Err(e);
         }
         written.push(p);
     }
     if !records.is_empty()
         && let Err(e) = history::import_records(s, &lock, records)
     {
-        return Err(undo(&written, e));
+        let e = undo(&written, e);
+        lock.abandon();
+        return Err(e);
     }
-    drop(lock);
-    Ok(())
+    // A database commits here: its failure is the import's (nothing was imported, or,
+    // when the commit went unanswered, maybe all of it).
+    lock.finish()
 }

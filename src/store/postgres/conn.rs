@@ -32,7 +32,7 @@ pub struct Pool {
     pub pool: r2d2::Pool<Manager>,
     /// The store it serves, named in errors.
     store: String,
-    last_error: Arc<Mutex<Option<String>>>,
+    last_error: Arc<Mutex<Option<(String, bool)>>>,
     /// A copy of the pool's settings, to connect once outside it.
     probe: Manager,
 }
@@ -54,28 +54,35 @@ impl Pool {
 
     /// Why no connection could be had.
     fn explain(&self, e: &r2d2::Error) -> crate::Error {
-        let why = self
+        let (why, tls) = self
             .last_error
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
-            .unwrap_or_else(|| e.to_string());
+            .unwrap_or_else(|| (e.to_string(), false));
+        let reason = if tls {
+            format!(
+                "TLS to the database failed ({why}); check the URL's `sslmode` (and `sslrootcert`) against the server's TLS: waiting will not help"
+            )
+        } else {
+            format!(
+                "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
+            )
+        };
         crate::Error::Database {
             store: self.store.clone(),
-            reason: format!(
-                "cannot reach the database ({why}); check that it is running and reachable, then retry (memdir reconnects by itself)"
-            ),
+            reason,
         }
     }
 }
 
-/// Keeps the last connection error, with its causes.
+/// Keeps the last connection error, with its causes, and whether it was TLS failing.
 #[derive(Debug)]
-struct LastError(Arc<Mutex<Option<String>>>);
+struct LastError(Arc<Mutex<Option<(String, bool)>>>);
 
 impl r2d2::HandleError<Failure> for LastError {
     fn handle_error(&self, error: Failure) {
-        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some(chain(&error));
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) = Some((chain(&error), error.is_tls()));
     }
 }
 pub type Pooled = r2d2::PooledConnection<Manager>;
@@ -511,7 +518,17 @@ fn config(url: &str) -> crate::Result<(tokio_postgres::Config, MakeRustlsConnect
             redact_url(url)
         )));
     }
-    config.ssl_mode(tls.mode);
+    // As libpq: a local socket never uses TLS, whatever `sslmode` says.
+    let sockets_only = !config.get_hosts().is_empty()
+        && config
+            .get_hosts()
+            .iter()
+            .all(|h| !matches!(h, tokio_postgres::config::Host::Tcp(_)));
+    config.ssl_mode(if sockets_only {
+        tokio_postgres::config::SslMode::Disable
+    } else {
+        tls.mode
+    });
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(CONNECT_WAIT);
     }
