@@ -1672,6 +1672,10 @@ fn pump(
     let mut buf = [0u8; 16 * 1024];
     while let Ok(n) = from.read(&mut buf) {
         if n == 0 {
+            // memdir closed its side: so does the relay, toward the server too.
+            if let Some((_, _, cutting)) = &triggers {
+                cutting();
+            }
             break;
         }
         let (lock, thawed) = &*gate;
@@ -1834,11 +1838,13 @@ async fn a_database_that_stops_answering_fails_calls_in_bounded_time_and_recover
         out.text
     );
 
-    // The database restarts before it answers again: the pooled connections the silent
-    // check meets are closed, and are passed over for one that answers.
+    // The database answers again and restarts within the minute of checks: the pooled
+    // connections the silent check meets are closed, and are passed over for one that
+    // answers. (Thawed first: a connection whose start-up packet the relay held would
+    // keep its server process, and the server's shutdown, waiting for it.)
+    relay.set_frozen(false);
     pg.stop();
     pg.restart();
-    relay.set_frozen(false);
     let read = s.ok("memory_read", json!({"path": "kept.md"})).await;
     assert_eq!(read["content"], "written before the freeze\n");
     let list = late.ok("memory_list", json!({})).await;
