@@ -199,34 +199,47 @@ impl std::error::Error for Failure {}
 /// fails the call after [`ANSWER_WAIT`] and the connection is given up, where a plain
 /// synchronous client would wait for ever.
 pub struct Client {
-    runtime: tokio::runtime::Runtime,
+    waiter: Waiter,
     /// `None` only while dropping.
     client: Option<tokio_postgres::Client>,
     /// The task that carries the connection's messages; it ends once the client is gone.
     connection: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// The runtime a connection's calls wait on, and whether one waited in vain.
+struct Waiter {
+    runtime: tokio::runtime::Runtime,
     /// No answer came in time once: every further call fails at once.
     given_up: bool,
 }
 
-/// Runs `call` on `runtime`, waiting at most `wait`; marks the connection given up when
-/// no answer came.
-fn bounded<T>(
-    runtime: &tokio::runtime::Runtime,
-    given_up: &mut bool,
-    wait: Duration,
-    call: impl Future<Output = Result<T, tokio_postgres::Error>>,
-) -> Result<T, Failure> {
-    if *given_up {
-        return Err(Failure::GivenUp);
-    }
-    // The timer is made inside the runtime: it needs the runtime's clock.
-    match runtime.block_on(async { tokio::time::timeout(wait, call).await }) {
-        Ok(answer) => answer.map_err(Failure::Pg),
-        Err(_) => {
-            *given_up = true;
-            Err(Failure::NoAnswer(wait))
+impl Waiter {
+    /// Runs `call`, waiting at most `wait`; gives the connection up when no answer came.
+    fn bounded<T>(
+        &mut self,
+        wait: Duration,
+        call: impl Future<Output = Result<T, tokio_postgres::Error>>,
+    ) -> Result<T, Failure> {
+        if self.given_up {
+            return Err(Failure::GivenUp);
+        }
+        // The timer is made inside the runtime: it needs the runtime's clock.
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(wait, call).await })
+        {
+            Ok(answer) => answer.map_err(Failure::Pg),
+            Err(_) => {
+                self.given_up = true;
+                Err(Failure::NoAnswer(wait))
+            }
         }
     }
+}
+
+/// The client of `client`, there until the connection is dropped.
+fn pg(client: &Option<tokio_postgres::Client>) -> &tokio_postgres::Client {
+    client.as_ref().expect("the client is there until dropped")
 }
 
 impl Client {
@@ -250,62 +263,33 @@ impl Client {
             let _ = connection.await;
         });
         Ok(Client {
-            runtime,
+            waiter: Waiter {
+                runtime,
+                given_up: false,
+            },
             client: Some(client),
             connection: Some(connection),
-            given_up: false,
         })
     }
 
-    fn inner(&self) -> &tokio_postgres::Client {
-        self.client
-            .as_ref()
-            .expect("the client is there until dropped")
-    }
-
     pub fn is_closed(&self) -> bool {
-        self.given_up || self.inner().is_closed()
+        self.waiter.given_up || pg(&self.client).is_closed()
     }
 
     pub fn batch_execute(&mut self, sql: &str) -> Result<(), Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.batch_execute(sql),
-        )
+        let call = pg(&self.client).batch_execute(sql);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 
     /// Whether the server answers an empty query within `wait`.
     pub fn answers(&mut self, wait: Duration) -> Result<(), Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            wait,
-            client.simple_query(""),
-        )
-        .map(drop)
+        let call = pg(&self.client).simple_query("");
+        self.waiter.bounded(wait, call).map(drop)
     }
 
     fn prepare(&mut self, sql: &str) -> Result<Statement, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.prepare(sql),
-        )
+        let call = pg(&self.client).prepare(sql);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 
     fn query(
@@ -313,29 +297,13 @@ impl Client {
         s: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<Row>, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.query(s, params),
-        )
+        let call = pg(&self.client).query(s, params);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 
     fn query_one(&mut self, s: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.query_one(s, params),
-        )
+        let call = pg(&self.client).query_one(s, params);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 
     fn query_opt(
@@ -343,29 +311,13 @@ impl Client {
         s: &Statement,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<Row>, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.query_opt(s, params),
-        )
+        let call = pg(&self.client).query_opt(s, params);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 
     fn execute(&mut self, s: &Statement, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Failure> {
-        let client = self
-            .client
-            .as_ref()
-            .expect("the client is there until dropped");
-        bounded(
-            &self.runtime,
-            &mut self.given_up,
-            ANSWER_WAIT,
-            client.execute(s, params),
-        )
+        let call = pg(&self.client).execute(s, params);
+        self.waiter.bounded(ANSWER_WAIT, call)
     }
 }
 
@@ -375,9 +327,10 @@ impl Drop for Client {
     fn drop(&mut self) {
         drop(self.client.take());
         if let Some(connection) = self.connection.take()
-            && !self.given_up
+            && !self.waiter.given_up
         {
             let _ = self
+                .waiter
                 .runtime
                 .block_on(async { tokio::time::timeout(Duration::from_secs(1), connection).await });
         }

@@ -535,31 +535,7 @@ impl PgStore {
 
     /// Writes a memory (the caller holds the store lock, so this joins its transaction).
     pub fn write(&self, path: &MemPath, bytes: &[u8], mode: WriteMode) -> Result<Stamp> {
-        self.check_writable("writing")?;
-        let rel = path.rel();
-        if rel.is_empty() || self.has_children(&rel)? {
-            return Err(Error::IsFolder {
-                path: path.canonical(),
-            });
-        }
-        self.check_ancestors(path)?;
-        let sql = match mode {
-            WriteMode::Replace => {
-                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, memdir_now_ns(), nextval('memdir_seq')) ON CONFLICT (store, path) DO UPDATE SET content = EXCLUDED.content, modified_ns = EXCLUDED.modified_ns, seq = EXCLUDED.seq RETURNING modified_ns, seq"
-            }
-            WriteMode::CreateNew => {
-                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, memdir_now_ns(), nextval('memdir_seq')) ON CONFLICT (store, path) DO NOTHING RETURNING modified_ns, seq"
-            }
-        };
-        let row = self.with(|c| c.query_opt(sql, &[&self.name, &rel, &bytes]))?;
-        let Some(row) = row else {
-            return Err(Error::AlreadyExists {
-                path: path.canonical(),
-            });
-        };
-        let (modified, seq): (i64, i64) = (row.get(0), row.get(1));
-        self.changed(&[(seq, rel)])?;
-        Ok(file_meta(bytes.len() as i64, modified, seq).stamp)
+        self.write_dated(path, bytes, mode, None)
     }
 
     /// Creates `path` with `bytes` and the modification time `modified` (an import keeps
@@ -570,6 +546,18 @@ impl PgStore {
         bytes: &[u8],
         modified: SystemTime,
     ) -> Result<Stamp> {
+        self.write_dated(path, bytes, WriteMode::CreateNew, Some(modified))
+    }
+
+    /// [`write`](Self::write), the modification time `modified` when given, else the
+    /// database's clock.
+    fn write_dated(
+        &self,
+        path: &MemPath,
+        bytes: &[u8],
+        mode: WriteMode,
+        modified: Option<SystemTime>,
+    ) -> Result<Stamp> {
         self.check_writable("writing")?;
         let rel = path.rel();
         if rel.is_empty() || self.has_children(&rel)? {
@@ -578,15 +566,19 @@ impl PgStore {
             });
         }
         self.check_ancestors(path)?;
-        let ns = modified
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        let row = self.with(|c| {
-            c.query_opt(
-                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, $4, nextval('memdir_seq')) ON CONFLICT (store, path) DO NOTHING RETURNING modified_ns, seq",
-                &[&self.name, &rel, &bytes, &ns],
-            )
-        })?;
+        let ns: Option<i64> = modified.map(|m| {
+            m.duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        });
+        let sql = match mode {
+            WriteMode::Replace => {
+                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, coalesce($4, memdir_now_ns()), nextval('memdir_seq')) ON CONFLICT (store, path) DO UPDATE SET content = EXCLUDED.content, modified_ns = EXCLUDED.modified_ns, seq = EXCLUDED.seq RETURNING modified_ns, seq"
+            }
+            WriteMode::CreateNew => {
+                "INSERT INTO memdir_files (store, path, content, modified_ns, seq) VALUES ($1, $2, $3, coalesce($4, memdir_now_ns()), nextval('memdir_seq')) ON CONFLICT (store, path) DO NOTHING RETURNING modified_ns, seq"
+            }
+        };
+        let row = self.with(|c| c.query_opt(sql, &[&self.name, &rel, &bytes, &ns]))?;
         let Some(row) = row else {
             return Err(Error::AlreadyExists {
                 path: path.canonical(),
